@@ -1,0 +1,19 @@
+// IEEE binary16 conversions, written to be read (spec 11.2).
+//
+// f16_to_f32 is exact for all 65,536 patterns (subnormals, infinities, NaN payloads kept).
+// f32_to_f16 rounds to nearest, ties to even; overflow goes to infinity (|x| >= 65520), underflow
+// to subnormals or signed zero; NaN becomes a quiet NaN keeping the top payload bits:
+// sign | 0x7C00 | 0x0200 | (mantissa >> 13).
+//
+// These are the portable software conversions the reference runtime uses; they compile without
+// any ISA flag. Thread rules: pure functions.
+#pragma once
+
+#include <cstdint>
+
+namespace vtrace::runtime {
+
+float f16_to_f32(std::uint16_t bits);
+std::uint16_t f32_to_f16(float value);
+
+}  // namespace vtrace::runtime

@@ -1,0 +1,56 @@
+// Opening runtimes by name.
+//
+// The registry maps a name ("reference", later "cpu", "cuda", ...) to a factory. Built-in runtimes
+// are registered by default_registry(); tests and products may add their own.
+// This is the raw open: capture through VTRACE_CAPTURE lives one layer up, in
+// vtrace/recorder/open.h (the recorder depends on the runtime, not the other way round).
+//
+// Thread rules: a RuntimeRegistry is immutable once built; default_registry() is safe to call
+//   from several threads.
+// Errors: open() fails with kUnknownRuntime (naming the known runtimes) or with whatever the
+//   factory returns (kRuntimeUnavailable for a backend whose device is missing).
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "vtrace/runtime/device_runtime.h"
+
+namespace vtrace::runtime {
+
+// Options every factory understands. device_id is the DeviceId given to the runtime.
+struct RuntimeOpenOptions {
+  std::string device_id = "device.vtrace.0";
+};
+
+using RuntimeFactory =
+    std::function<Result<std::unique_ptr<DeviceRuntime>>(const RuntimeOpenOptions&)>;
+
+class RuntimeRegistry {
+ public:
+  // Adds or replaces `name`.
+  void add(std::string name, std::string summary, RuntimeFactory factory);
+  Result<std::unique_ptr<DeviceRuntime>> open(std::string_view name,
+                                              const RuntimeOpenOptions& options = {}) const;
+  bool contains(std::string_view name) const;
+  // Sorted names.
+  std::vector<std::string> names() const;
+  // One-line description of a registered runtime, or empty.
+  std::string summary(std::string_view name) const;
+
+ private:
+  struct Entry {
+    std::string summary;
+    RuntimeFactory factory;
+  };
+  std::map<std::string, Entry, std::less<>> entries_;
+};
+
+// The registry of the runtimes built into this library ("reference").
+const RuntimeRegistry& default_registry();
+
+}  // namespace vtrace::runtime

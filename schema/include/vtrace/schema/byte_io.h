@@ -1,0 +1,46 @@
+// All file I/O of the trace layer goes through these two interfaces, so tests (and later fault
+// injection) can replace the file system. FileSink writes "<path>.partial" and renames it to
+// <path> on commit(); FileSource reads a whole file or ranges of it.
+//
+// Thread rules: one thread at a time per object.
+// Errors: TraceErrorKind::kIo with the path and the errno text.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "vtrace/schema/trace_error.h"
+
+namespace vtrace::schema {
+
+class ByteSink {
+ public:
+  virtual ~ByteSink() = default;
+  virtual TraceResult<void> write(std::span<const std::uint8_t> bytes) = 0;
+  virtual TraceResult<void> flush() = 0;  // push written bytes to the OS
+  // Makes the output final (FileSink: fsync + rename .partial -> final name).
+  virtual TraceResult<void> commit() = 0;
+  virtual std::uint64_t bytes_written() const = 0;
+  virtual std::string describe() const = 0;  // for messages: the final path
+};
+
+class ByteSource {
+ public:
+  virtual ~ByteSource() = default;
+  virtual std::uint64_t size() const = 0;
+  // Reads exactly out.size() bytes at offset; kTruncated if the source is shorter.
+  virtual TraceResult<void> read_at(std::uint64_t offset, std::span<std::uint8_t> out) const = 0;
+  virtual std::string describe() const = 0;
+};
+
+// Writes to "<path>.partial"; commit() renames it to `path`.
+TraceResult<std::unique_ptr<ByteSink>> open_file_sink(const std::filesystem::path& path);
+// Writes to exactly `path` (for /dev/full and pipes in tests); commit() only flushes.
+TraceResult<std::unique_ptr<ByteSink>> open_raw_file_sink(const std::filesystem::path& path);
+TraceResult<std::unique_ptr<ByteSource>> open_file_source(const std::filesystem::path& path);
+std::unique_ptr<ByteSource> memory_source(std::vector<std::uint8_t> bytes, std::string name);
+
+}  // namespace vtrace::schema

@@ -1,0 +1,59 @@
+// The vocabulary of the .vtrace container, in one place (see docs/FORMAT.md for the grammar).
+//
+// A .vtrace file is a valid sequence of zstd frames:
+//   [header: skippable frame, magic kHeaderSkippableMagic]
+//   [data frame]*          zstd frames with content checksums; each holds size-prefixed records
+//   [footer: skippable frame, magic kFooterSkippableMagic] ending with a fixed 32-byte trailer
+// Records inside data frames: u32 little-endian length, u8 record kind, then the record payload.
+//
+// Thread rules: constants and plain structs only.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace vtrace::schema {
+
+// Format version. Same major = readable; a reader refuses a newer major, naming both versions.
+inline constexpr std::uint16_t kFormatMajor = 1;
+inline constexpr std::uint16_t kFormatMinor = 0;
+
+// zstd skippable frame magics (0x184D2A50..0x184D2A5F are skippable).
+inline constexpr std::uint32_t kHeaderSkippableMagic = 0x184D2A5Au;
+inline constexpr std::uint32_t kFooterSkippableMagic = 0x184D2A5Bu;
+// First 8 bytes of the header frame's content, and of the trailer.
+inline constexpr std::array<char, 8> kHeaderMagic = {'V', 'T', 'R', 'A', 'C', 'E', '\0', '\1'};
+inline constexpr std::array<char, 8> kTrailerMagic = {'V', 'T', 'R', 'E', 'N', 'D', '\0', '\1'};
+// Trailer: last 32 bytes of the file, inside the footer frame:
+//   u64 footer_offset (file offset of the footer frame), u64 footer_size (whole frame, bytes),
+//   u64 reserved (0), 8-byte kTrailerMagic.
+inline constexpr std::size_t kTrailerBytes = 32;
+
+// Record kinds inside data frames.
+enum class RecordKind : std::uint8_t {
+  kEvent = 1,  // payload: a FlatBuffers `vtrace.Event` (schema/vtrace.fbs), size-prefix-free
+  kBlob = 2,   // payload: BlobRecord header (below) + encoded bytes
+};
+
+// Blob encodings. kF16BytePlanes stores all low bytes of each 16-bit element, then all high
+// bytes (it compresses better for f16 data; measured in bench/).
+enum class BlobEncoding : std::uint8_t { kRaw = 0, kBytePlanes16 = 1 };
+
+// Limits that bound every allocation a reader makes from untrusted sizes.
+inline constexpr std::uint64_t kMaxRecordBytes = 256ull << 20;       // one event or blob
+inline constexpr std::uint64_t kMaxFrameContentBytes = 512ull << 20;  // one decompressed frame
+inline constexpr std::uint64_t kMaxHeaderBytes = 1ull << 20;
+inline constexpr std::uint64_t kMaxFooterBytes = 256ull << 20;
+
+// The identity of a payload: XXH3-128 of its raw (decoded) bytes.
+struct BlobId {
+  std::uint64_t low = 0;
+  std::uint64_t high = 0;
+  friend auto operator<=>(const BlobId&, const BlobId&) = default;
+  std::string hex() const;  // 32 lowercase hex digits, high then low
+};
+BlobId blob_id_of(const void* data, std::size_t size);
+
+}  // namespace vtrace::schema

@@ -1,0 +1,102 @@
+// Reader of .vtrace files: the one reader every consumer (replay, info, dump, verify) visits.
+//
+// open() reads the header and, when the file ends with a valid trailer, the footer's seek and
+// blob indexes: event N is then reached by decompressing only the frame that holds it. A file
+// without a footer (a crashed recording) is scanned frame by frame: every complete frame is
+// recovered, plus the complete records of the decodable prefix of a cut last frame, and
+// recovery() says how many events were recovered and at which offset the file was cut.
+//
+// Every size read from the file is checked against format.h's limits before anything is
+// allocated; every event passes the FlatBuffers verifier (verify_event_record) before a visitor
+// sees it; zstd content checksums are checked, and a mismatch names the frame and its offset.
+//
+// Ownership: the reader owns its source. Spans handed to visitors are valid during the call only.
+// Thread rules: one thread at a time.
+// Errors: TraceError (trace_error.h); no input crashes the reader.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "vtrace/schema/byte_io.h"
+#include "vtrace/schema/format.h"
+#include "vtrace/schema/trace_error.h"
+#include "vtrace/schema/trace_writer.h"
+
+namespace vtrace::schema {
+
+struct FrameInfo {
+  std::uint64_t file_offset = 0;
+  std::uint64_t compressed_bytes = 0;
+  std::uint64_t content_bytes = 0;
+  std::uint64_t first_event = 0;
+  std::uint64_t event_count = 0;
+  std::uint64_t blob_count = 0;
+  BlobId content_hash;     // XXH3-128 of the decompressed content
+  bool complete = true;    // false only for a cut last frame of a recovered file
+};
+
+struct RecoveryInfo {
+  bool footer_present = true;
+  std::uint64_t events_recovered = 0;
+  std::uint64_t cut_offset = 0;     // where the valid data ends (file size when complete)
+  std::uint64_t file_bytes = 0;
+  std::string note;                 // one sentence for people; empty when complete
+};
+
+struct TraceTotals {
+  std::uint64_t events = 0;
+  std::uint64_t blobs = 0;
+  std::uint64_t payload_raw_bytes = 0;     // distinct payloads, decoded
+  std::uint64_t payload_stored_bytes = 0;  // distinct payloads, as encoded before compression
+  std::uint64_t compressed_bytes = 0;      // all data frames, compressed
+  std::uint64_t file_bytes = 0;
+};
+
+struct TraceReaderOptions {
+  bool verify_checksums = true;
+};
+
+class TraceReader {
+ public:
+  static TraceResult<std::unique_ptr<TraceReader>> open(std::unique_ptr<ByteSource> source,
+                                                        TraceReaderOptions options = {});
+  static TraceResult<std::unique_ptr<TraceReader>> open(const std::filesystem::path& path,
+                                                        TraceReaderOptions options = {});
+  ~TraceReader();
+
+  const TraceHeaderInfo& header() const;
+  bool complete() const;
+  const RecoveryInfo& recovery() const;
+  const std::vector<FrameInfo>& frames() const;
+  TraceTotals totals() const;
+  std::uint64_t event_count() const;
+  // The footer's summary bytes (`vtrace.TraceSummary`); empty for a recovered file.
+  std::span<const std::uint8_t> summary() const;
+
+  // Calls visit(ordinal, verified event bytes) for ordinals in [first, last) in order; stops early
+  // when visit returns false. Decompresses only the frames that hold those events.
+  using EventVisitor = std::function<bool(std::uint64_t, std::span<const std::uint8_t>)>;
+  TraceResult<void> visit_events(std::uint64_t first, std::uint64_t last,
+                                 const EventVisitor& visit);
+  // The decoded payload with this id; kMissingBlob if absent.
+  TraceResult<std::vector<std::uint8_t>> blob(const BlobId& id);
+  // Reads every frame once and checks checksums, record structure, event verification and the
+  // footer's indexes against what was found (`vtrace verify`).
+  TraceResult<void> verify_all();
+
+ private:
+  struct Impl;
+  explicit TraceReader(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// Implemented by the events layer (schema/src/events.cpp): runs the FlatBuffers verifier for a
+// `vtrace.Event` with format.h's limits. Returns false for anything that does not verify.
+bool verify_event_record(std::span<const std::uint8_t> bytes);
+
+}  // namespace vtrace::schema
