@@ -1,0 +1,22 @@
+#include "vtrace/runtime/device_runtime.h"
+
+namespace vtrace::runtime {
+
+VNextResult<ReusableExecutionPlan> ReusableExecutionPlan::create(
+    std::uint64_t maximum_executables, ReusableExecutionCatalogLifetime lifetime) {
+  if (maximum_executables == 0) {
+    return std::unexpected(
+        VNextError::invalid_execution_plan("reusable execution plan requires non-zero capacity"));
+  }
+  return ReusableExecutionPlan(maximum_executables, lifetime);
+}
+
+Result<AllocationPermit> DeviceRuntime::admit(const BufferRequest& request) {
+  // Created on first use because descriptor() is virtual and not callable from the constructor.
+  std::call_once(admission_once_, [this] {
+    admission_ = std::make_unique<ResourceTransaction>(descriptor().total_memory_bytes);
+  });
+  return admission_->admit(request);
+}
+
+}  // namespace vtrace::runtime

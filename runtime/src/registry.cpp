@@ -1,0 +1,69 @@
+#include "vtrace/runtime/registry.h"
+
+#include "vtrace/runtime/reference/reference_runtime.h"
+
+namespace vtrace::runtime {
+
+void RuntimeRegistry::add(std::string name, std::string summary, RuntimeFactory factory) {
+  entries_.insert_or_assign(std::move(name), Entry{std::move(summary), std::move(factory)});
+}
+
+Result<std::unique_ptr<DeviceRuntime>> RuntimeRegistry::open(
+    std::string_view name, const RuntimeOpenOptions& options) const {
+  const auto found = entries_.find(name);
+  if (found == entries_.end()) {
+    std::string known;
+    for (const auto& [entry_name, entry] : entries_) {
+      known += known.empty() ? "" : ", ";
+      known += entry_name;
+    }
+    return std::unexpected(RuntimeError(
+        ErrorKind::kUnknownRuntime,
+        "unknown runtime `" + std::string(name) + "`; known runtimes: " + known));
+  }
+  return found->second.factory(options);
+}
+
+bool RuntimeRegistry::contains(std::string_view name) const {
+  return entries_.find(name) != entries_.end();
+}
+
+std::vector<std::string> RuntimeRegistry::names() const {
+  std::vector<std::string> result;
+  for (const auto& [name, entry] : entries_) result.push_back(name);
+  return result;
+}
+
+std::string RuntimeRegistry::summary(std::string_view name) const {
+  const auto found = entries_.find(name);
+  return found == entries_.end() ? std::string() : found->second.summary;
+}
+
+namespace {
+
+Result<std::unique_ptr<DeviceRuntime>> open_reference(const RuntimeOpenOptions& options) {
+  auto descriptor = reference::reference_descriptor(options.device_id);
+  if (!descriptor) {
+    return std::unexpected(RuntimeError(ErrorKind::kDescriptorInvalid, descriptor.error()));
+  }
+  auto runtime = reference::ReferenceRuntime::create(std::move(*descriptor));
+  if (!runtime) return std::unexpected(runtime.error());
+  return std::unique_ptr<DeviceRuntime>(std::move(*runtime));
+}
+
+RuntimeRegistry build_default_registry() {
+  RuntimeRegistry registry;
+  registry.add("reference",
+               "synchronous in-memory reference runtime (the numerical oracle; dense linear f16)",
+               open_reference);
+  return registry;
+}
+
+}  // namespace
+
+const RuntimeRegistry& default_registry() {
+  static const RuntimeRegistry registry = build_default_registry();
+  return registry;
+}
+
+}  // namespace vtrace::runtime
