@@ -10,6 +10,7 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -31,6 +32,12 @@ inline constexpr std::array<char, 8> kTrailerMagic = {'V', 'T', 'R', 'E', 'N', '
 //   u64 reserved (0), 8-byte kTrailerMagic.
 inline constexpr std::size_t kTrailerBytes = 32;
 
+// Every record starts with u32 LE payload length (not counting these 5 bytes) and u8 RecordKind.
+inline constexpr std::size_t kRecordPrefixBytes = 5;
+// A blob record's payload starts with this header: u64 LE id.low, u64 LE id.high, u64 LE raw
+// (decoded) size, u8 BlobEncoding, 7 zero bytes; the encoded bytes follow.
+inline constexpr std::size_t kBlobRecordHeaderBytes = 32;
+
 // Record kinds inside data frames.
 enum class RecordKind : std::uint8_t {
   kEvent = 1,  // payload: a FlatBuffers `vtrace.Event` (schema/vtrace.fbs), size-prefix-free
@@ -46,6 +53,9 @@ inline constexpr std::uint64_t kMaxRecordBytes = 256ull << 20;       // one even
 inline constexpr std::uint64_t kMaxFrameContentBytes = 512ull << 20;  // one decompressed frame
 inline constexpr std::uint64_t kMaxHeaderBytes = 1ull << 20;
 inline constexpr std::uint64_t kMaxFooterBytes = 256ull << 20;
+// FlatBuffers verifier limits for the header and footer tables.
+inline constexpr unsigned kMaxFlatbufferDepth = 16;
+inline constexpr unsigned kMaxFlatbufferTables = 4096;
 
 // The identity of a payload: XXH3-128 of its raw (decoded) bytes.
 struct BlobId {

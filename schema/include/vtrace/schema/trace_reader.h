@@ -57,8 +57,17 @@ struct TraceTotals {
   std::uint64_t file_bytes = 0;
 };
 
+// Implemented by the events layer (schema/src/events.cpp): runs the FlatBuffers verifier for a
+// `vtrace.Event` with format.h's limits. Returns false for anything that does not verify.
+bool verify_event_record(std::span<const std::uint8_t> bytes);
+
 struct TraceReaderOptions {
+  // Checks the footer's XXH3-128 of each frame's compressed and decompressed bytes, and lets zstd
+  // check its content checksums. Off only for measurements.
   bool verify_checksums = true;
+  // The check every event record passes before a visitor sees it. Tests of the container inject a
+  // verifier for synthetic records; everything else keeps the default.
+  std::function<bool(std::span<const std::uint8_t>)> verify_event = verify_event_record;
 };
 
 class TraceReader {
@@ -89,14 +98,14 @@ class TraceReader {
   // footer's indexes against what was found (`vtrace verify`).
   TraceResult<void> verify_all();
 
+  // How many data frames were decompressed so far (each decode counts; cache hits do not). Lets
+  // tests and tools check that seeking does not decompress earlier frames.
+  std::uint64_t frames_decompressed() const;
+
  private:
   struct Impl;
   explicit TraceReader(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
-
-// Implemented by the events layer (schema/src/events.cpp): runs the FlatBuffers verifier for a
-// `vtrace.Event` with format.h's limits. Returns false for anything that does not verify.
-bool verify_event_record(std::span<const std::uint8_t> bytes);
 
 }  // namespace vtrace::schema

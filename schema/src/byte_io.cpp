@@ -1,0 +1,189 @@
+// POSIX file sink and source. Plain syscalls rather than stdio: errno must reach the message, and
+// the writer already buffers (one write per compressed chunk).
+#include "vtrace/schema/byte_io.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include <fmt/format.h>
+
+namespace vtrace::schema {
+namespace {
+
+TraceError io_error(const std::string& what, const std::filesystem::path& path, int err) {
+  return TraceError{TraceErrorKind::kIo,
+                    fmt::format("{} {}: {}", what, path.string(), std::strerror(err))};
+}
+
+class FileSink final : public ByteSink {
+ public:
+  FileSink(int fd, std::filesystem::path write_path, std::filesystem::path final_path, bool rename)
+      : fd_(fd), write_path_(std::move(write_path)), final_path_(std::move(final_path)),
+        rename_(rename) {}
+  ~FileSink() override {
+    // Without commit() the .partial file stays: it is a recoverable, cut trace.
+    if (fd_ >= 0) ::close(fd_);
+  }
+
+  TraceResult<void> write(std::span<const std::uint8_t> bytes) override {
+    if (fd_ < 0) return std::unexpected(closed_error());
+    std::size_t done = 0;
+    while (done < bytes.size()) {
+      const ::ssize_t n = ::write(fd_, bytes.data() + done, bytes.size() - done);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        return std::unexpected(io_error("cannot write", write_path_, errno));
+      }
+      if (n == 0) return std::unexpected(io_error("cannot write", write_path_, ENOSPC));
+      done += static_cast<std::size_t>(n);
+      written_ += static_cast<std::uint64_t>(n);
+    }
+    return {};
+  }
+  TraceResult<void> flush() override {
+    // Bytes go to the OS at each write(); nothing is buffered here.
+    if (fd_ < 0) return std::unexpected(closed_error());
+    return {};
+  }
+  TraceResult<void> commit() override {
+    if (fd_ < 0) return std::unexpected(closed_error());
+    if (rename_ && ::fsync(fd_) != 0) {
+      return std::unexpected(io_error("cannot fsync", write_path_, errno));
+    }
+    const int fd = fd_;
+    fd_ = -1;
+    if (::close(fd) != 0) return std::unexpected(io_error("cannot close", write_path_, errno));
+    if (rename_) {
+      std::error_code ec;
+      std::filesystem::rename(write_path_, final_path_, ec);
+      if (ec) {
+        return std::unexpected(TraceError{
+            TraceErrorKind::kIo, fmt::format("cannot rename {} to {}: {}", write_path_.string(),
+                                             final_path_.string(), ec.message())});
+      }
+    }
+    return {};
+  }
+  std::uint64_t bytes_written() const override { return written_; }
+  std::string describe() const override { return final_path_.string(); }
+
+ private:
+  TraceError closed_error() const {
+    return TraceError{TraceErrorKind::kIo, fmt::format("{} is already committed", describe())};
+  }
+  int fd_;
+  std::filesystem::path write_path_;
+  std::filesystem::path final_path_;
+  bool rename_;
+  std::uint64_t written_ = 0;
+};
+
+TraceResult<std::unique_ptr<ByteSink>> open_sink(const std::filesystem::path& write_path,
+                                                 const std::filesystem::path& final_path,
+                                                 bool rename) {
+  const int flags = O_WRONLY | O_CREAT | O_CLOEXEC | (rename ? O_TRUNC : 0);
+  const int fd = ::open(write_path.c_str(), flags, 0644);
+  if (fd < 0) return std::unexpected(io_error("cannot create", write_path, errno));
+  return std::make_unique<FileSink>(fd, write_path, final_path, rename);
+}
+
+class FileSource final : public ByteSource {
+ public:
+  FileSource(int fd, std::uint64_t size, std::filesystem::path path)
+      : fd_(fd), size_(size), path_(std::move(path)) {}
+  ~FileSource() override { ::close(fd_); }
+  std::uint64_t size() const override { return size_; }
+  TraceResult<void> read_at(std::uint64_t offset, std::span<std::uint8_t> out) const override {
+    if (offset > size_ || out.size() > size_ - offset) {
+      return std::unexpected(TraceError{
+          TraceErrorKind::kTruncated,
+          fmt::format("{}: read of {} bytes at offset {} passes the end ({} bytes)",
+                      path_.string(), out.size(), offset, size_)});
+    }
+    std::size_t done = 0;
+    while (done < out.size()) {
+      const ::ssize_t n = ::pread(fd_, out.data() + done, out.size() - done,
+                                  static_cast<::off_t>(offset + done));
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        return std::unexpected(io_error("cannot read", path_, errno));
+      }
+      if (n == 0) {
+        return std::unexpected(TraceError{
+            TraceErrorKind::kTruncated,
+            fmt::format("{} ended early at offset {}", path_.string(), offset + done)});
+      }
+      done += static_cast<std::size_t>(n);
+    }
+    return {};
+  }
+  std::string describe() const override { return path_.string(); }
+
+ private:
+  int fd_;
+  std::uint64_t size_;
+  std::filesystem::path path_;
+};
+
+class MemorySource final : public ByteSource {
+ public:
+  MemorySource(std::vector<std::uint8_t> bytes, std::string name)
+      : bytes_(std::move(bytes)), name_(std::move(name)) {}
+  std::uint64_t size() const override { return bytes_.size(); }
+  TraceResult<void> read_at(std::uint64_t offset, std::span<std::uint8_t> out) const override {
+    if (offset > bytes_.size() || out.size() > bytes_.size() - offset) {
+      return std::unexpected(TraceError{
+          TraceErrorKind::kTruncated,
+          fmt::format("{}: read of {} bytes at offset {} passes the end ({} bytes)", name_,
+                      out.size(), offset, bytes_.size())});
+    }
+    if (!out.empty()) std::memcpy(out.data(), bytes_.data() + offset, out.size());
+    return {};
+  }
+  std::string describe() const override { return name_; }
+
+ private:
+  std::vector<std::uint8_t> bytes_;
+  std::string name_;
+};
+
+}  // namespace
+
+TraceResult<std::unique_ptr<ByteSink>> open_file_sink(const std::filesystem::path& path) {
+  std::filesystem::path partial = path;
+  partial += ".partial";
+  return open_sink(partial, path, true);
+}
+
+TraceResult<std::unique_ptr<ByteSink>> open_raw_file_sink(const std::filesystem::path& path) {
+  return open_sink(path, path, false);
+}
+
+TraceResult<std::unique_ptr<ByteSource>> open_file_source(const std::filesystem::path& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::unexpected(io_error("cannot open", path, errno));
+  struct ::stat st {};
+  if (::fstat(fd, &st) != 0) {
+    const int err = errno;
+    ::close(fd);
+    return std::unexpected(io_error("cannot stat", path, err));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return std::unexpected(TraceError{TraceErrorKind::kIo,
+                                      fmt::format("{} is not a regular file", path.string())});
+  }
+  return std::make_unique<FileSource>(fd, static_cast<std::uint64_t>(st.st_size), path);
+}
+
+std::unique_ptr<ByteSource> memory_source(std::vector<std::uint8_t> bytes, std::string name) {
+  return std::make_unique<MemorySource>(std::move(bytes), std::move(name));
+}
+
+}  // namespace vtrace::schema

@@ -1,0 +1,66 @@
+// Internal helpers shared by the container writer and reader: little-endian fields, byte planes,
+// the XXH3 bridge and the FlatBuffers verifier limits. Not part of the public API.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "vtrace/schema/format.h"
+#include "vtrace/schema/trace_error.h"
+
+namespace vtrace::schema::detail {
+
+inline void put_u32(std::uint8_t* p, std::uint32_t v) {
+  for (int i = 0; i < 4; ++i) p[i] = static_cast<std::uint8_t>(v >> (8 * i));
+}
+inline void put_u64(std::uint8_t* p, std::uint64_t v) {
+  for (int i = 0; i < 8; ++i) p[i] = static_cast<std::uint8_t>(v >> (8 * i));
+}
+inline std::uint32_t get_u32(const std::uint8_t* p) {
+  std::uint32_t v = 0;
+  for (int i = 3; i >= 0; --i) v = (v << 8) | p[i];
+  return v;
+}
+inline std::uint64_t get_u64(const std::uint8_t* p) {
+  std::uint64_t v = 0;
+  for (int i = 7; i >= 0; --i) v = (v << 8) | p[i];
+  return v;
+}
+inline void append_u32(std::vector<std::uint8_t>& out, std::uint32_t v) {
+  const std::size_t at = out.size();
+  out.resize(at + 4);
+  put_u32(out.data() + at, v);
+}
+inline void append_u64(std::vector<std::uint8_t>& out, std::uint64_t v) {
+  const std::size_t at = out.size();
+  out.resize(at + 8);
+  put_u64(out.data() + at, v);
+}
+
+inline bool is_skippable_magic(std::uint32_t magic) { return (magic & 0xFFFFFFF0u) == 0x184D2A50u; }
+inline constexpr std::uint32_t kZstdFrameMagic = 0xFD2FB528u;
+
+// Byte planes for 16-bit elements: all low bytes, then all high bytes. `in.size()` is even.
+inline void encode_planes16(std::span<const std::uint8_t> in, std::uint8_t* out) {
+  const std::size_t n = in.size() / 2;
+  for (std::size_t i = 0; i < n; ++i) {
+    out[i] = in[2 * i];
+    out[n + i] = in[2 * i + 1];
+  }
+}
+inline void decode_planes16(std::span<const std::uint8_t> in, std::uint8_t* out) {
+  const std::size_t n = in.size() / 2;
+  for (std::size_t i = 0; i < n; ++i) {
+    out[2 * i] = in[i];
+    out[2 * i + 1] = in[n + i];
+  }
+}
+
+inline TraceError make_error(TraceErrorKind kind, std::string message) {
+  return TraceError{kind, std::move(message)};
+}
+
+}  // namespace vtrace::schema::detail
