@@ -1,0 +1,35 @@
+// Options of the `decode` workload: an f16 transformer-shaped decode loop.
+//
+// Weights: per layer an up projection [ffn][hidden] and a down projection [hidden][ffn], plus a
+// head [hidden][hidden], read from a safetensors file ("layers.{i}.up.weight",
+// "layers.{i}.down.weight", "head.weight"; F16, row-major [out][in]) and uploaded once through
+// initialize_static_buffer. Without `weights`, the file is generated from the seed in a temporary
+// directory (uniform in +-sqrt(3/in), so activations keep unit variance through the chain) and
+// removed afterwards.
+//
+// Each step: participant p holds 1 + (p % 2) tokens (tokens = sum). One batch uploads fresh
+// activations [tokens][hidden] and runs up, down for every layer, then the head; even steps use one
+// packed launch per linear, odd steps one launch per participant (a participant loop); with one
+// participant every launch is Scalar. Every other batch attaches LogicalWork to its upload
+// (push_node_initialization) and every third batch requires logical execution-path attribution
+// (whose row count is checked). The step waits on its fence, reads back the logits [tokens][hidden]
+// and checks the seven counters against the expected deltas.
+//
+// Defaults fit the reference runtime's 64 MiB with room (about 16.5 MiB of weights).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+
+namespace vtrace::workloads {
+
+struct DecodeOptions {
+  std::uint32_t hidden = 512;
+  std::uint32_t ffn = 2048;
+  std::uint32_t layers = 4;
+  std::uint32_t participants = 2;  // 1 to 8
+  std::uint32_t steps = 8;
+  std::filesystem::path weights;   // empty: generate seeded weights
+};
+
+}  // namespace vtrace::workloads

@@ -1,0 +1,280 @@
+// The decode workload (decode_workload.h): static weights once, then one batch per step.
+#include <fmt/format.h>
+
+#include <array>
+#include <cmath>
+
+#include "vtrace/runtime/safetensors.h"
+#include "vtrace/runtime/static_weights.h"
+#include "vtrace/workloads/workload.h"
+#include "workload_support.h"
+
+namespace vtrace::workloads {
+
+namespace rt = vtrace::runtime;
+using detail::fail;
+
+namespace {
+
+struct Linear {
+  std::string name;
+  std::uint64_t in = 0;
+  std::uint64_t out = 0;
+  rt::BufferPtr weight;
+};
+
+std::uint64_t f16_bytes(std::uint64_t elements) { return elements * 2; }
+
+WorkloadResult<void> validate(const DecodeOptions& o) {
+  auto in_range = [](std::uint32_t v, std::uint32_t lo, std::uint32_t hi) {
+    return v >= lo && v <= hi;
+  };
+  if (!in_range(o.hidden, 1, 65536) || !in_range(o.ffn, 1, 65536)) {
+    return std::unexpected(fail(fmt::format(
+        "decode needs 1 <= hidden, ffn <= 65536 (got hidden {}, ffn {})", o.hidden, o.ffn)));
+  }
+  if (!in_range(o.layers, 1, 64)) {
+    return std::unexpected(fail(fmt::format("decode needs 1 to 64 layers (got {})", o.layers)));
+  }
+  if (!in_range(o.participants, 1, 8)) {
+    return std::unexpected(
+        fail(fmt::format("decode needs 1 to 8 participants (got {})", o.participants)));
+  }
+  if (o.steps == 0) return std::unexpected(fail("decode needs at least one step"));
+  return {};
+}
+
+// The seeded weights file: uniform in +-sqrt(3/in) keeps unit variance through each linear.
+WorkloadResult<void> generate_weights(const std::filesystem::path& path, const DecodeOptions& o,
+                                      std::uint64_t seed) {
+  detail::SplitMix64 rng(seed ^ 0x5745494748545321ull);
+  std::vector<rt::TensorToWrite> tensors;
+  auto make = [&](std::string name, std::uint64_t out, std::uint64_t in) {
+    std::vector<float> values(out * in);
+    const float amplitude = std::sqrt(3.0f / static_cast<float>(in));
+    for (auto& v : values) v = rng.symmetric(amplitude);
+    tensors.push_back({std::move(name), rt::ElementType::kF16, {out, in},
+                       detail::to_f16_bytes(values)});
+  };
+  for (std::uint32_t layer = 0; layer < o.layers; ++layer) {
+    make(fmt::format("layers.{}.up.weight", layer), o.ffn, o.hidden);
+    make(fmt::format("layers.{}.down.weight", layer), o.hidden, o.ffn);
+  }
+  make("head.weight", o.hidden, o.hidden);
+  if (auto written = rt::write_safetensors(path, tensors); !written) {
+    return std::unexpected(fail(written.error().message));
+  }
+  return {};
+}
+
+}  // namespace
+
+WorkloadResult<WorkloadReport> run_decode(const WorkloadSpec& spec, rt::DeviceRuntime& runtime) {
+  const DecodeOptions& o = spec.decode;
+  if (auto valid = validate(o); !valid) return std::unexpected(valid.error());
+  detail::Observations observed("decode");
+
+  std::optional<detail::TempDir> dir;
+  std::filesystem::path weights_path = o.weights;
+  if (weights_path.empty()) {
+    auto made = detail::TempDir::create("vtrace-decode");
+    if (!made) return std::unexpected(made.error());
+    dir.emplace(std::move(*made));
+    weights_path = dir->path() / "model.safetensors";
+    if (auto generated = generate_weights(weights_path, o, spec.seed); !generated) {
+      return std::unexpected(generated.error());
+    }
+  }
+  auto file = rt::SafetensorsFile::open(weights_path);
+  if (!file) return std::unexpected(fail(file.error().message));
+
+  // Participant p holds 1 + p % 2 tokens; its rows start at token_start[p].
+  std::vector<std::uint64_t> token_start;
+  std::vector<std::uint64_t> token_rows;
+  std::uint64_t tokens = 0;
+  for (std::uint32_t p = 0; p < o.participants; ++p) {
+    token_start.push_back(tokens);
+    token_rows.push_back(1 + p % 2);
+    tokens += 1 + p % 2;
+  }
+  const std::uint64_t hidden = o.hidden;
+  const std::uint64_t ffn = o.ffn;
+
+  auto stream = runtime.create_stream();
+  if (!stream) return std::unexpected(fail("create_stream", stream.error()));
+
+  // Static weights: allocate, then zero-then-upload each through the portable path.
+  std::vector<Linear> linears;
+  for (std::uint32_t layer = 0; layer < o.layers; ++layer) {
+    linears.push_back({fmt::format("layers.{}.up.weight", layer), hidden, ffn, nullptr});
+    linears.push_back({fmt::format("layers.{}.down.weight", layer), ffn, hidden, nullptr});
+  }
+  linears.push_back({"head.weight", hidden, hidden, nullptr});
+  for (auto& linear : linears) {
+    const std::array<std::uint64_t, 2> shape = {linear.out, linear.in};
+    auto tensor = file->f16_tensor(linear.name, shape);
+    if (!tensor) return std::unexpected(fail(tensor.error().message));
+    auto buffer = detail::allocate(runtime, "weight.decode." + linear.name,
+                                   f16_bytes(linear.out * linear.in), 64,
+                                   rt::BufferUsage::kWeights, rt::ElementType::kF16);
+    if (!buffer) return std::unexpected(buffer.error());
+    auto receipt = rt::initialize_static_buffer(runtime, **stream, **buffer, tensor->bytes,
+                                                rt::ElementType::kF16);
+    if (!receipt) {
+      return std::unexpected(fail("initialize_static_buffer(" + linear.name + ")", receipt.error()));
+    }
+    observed.submitted();
+    linear.weight = std::move(*buffer);
+  }
+
+  // Activations ping-pong between x and y; the ffn intermediate lives in h.
+  auto x = detail::allocate(runtime, "resource.decode.x", f16_bytes(tokens * hidden), 64,
+                            rt::BufferUsage::kActivations, rt::ElementType::kF16);
+  auto y = detail::allocate(runtime, "resource.decode.y", f16_bytes(tokens * hidden), 64,
+                            rt::BufferUsage::kActivations, rt::ElementType::kF16);
+  auto h = detail::allocate(runtime, "resource.decode.h", f16_bytes(tokens * ffn), 64,
+                            rt::BufferUsage::kScratch, rt::ElementType::kF16);
+  auto logits = detail::allocate(runtime, "resource.decode.logits", f16_bytes(tokens * hidden), 64,
+                                 rt::BufferUsage::kActivations, rt::ElementType::kF16);
+  if (!x) return std::unexpected(x.error());
+  if (!y) return std::unexpected(y.error());
+  if (!h) return std::unexpected(h.error());
+  if (!logits) return std::unexpected(logits.error());
+
+  detail::SplitMix64 rng(spec.seed ^ 0x4143544956415445ull);
+  const auto activation_layout = *rt::HostTransferLayout::create(rt::ElementType::kF16,
+                                                                 tokens * hidden);
+  for (std::uint32_t step = 0; step < o.steps; ++step) {
+    const bool packed = o.participants == 1 || step % 2 == 0;
+    const bool with_logical_work = step % 2 == 0;
+    const bool with_attribution = step % 3 == 0;
+    const rt::BatchingForm form = o.participants == 1 ? rt::BatchingForm::kScalar
+                                  : packed           ? rt::BatchingForm::kPacked
+                                                     : rt::BatchingForm::kParticipantLoop;
+    const auto before = runtime.counter_snapshot();
+
+    std::vector<float> activations(tokens * hidden);
+    for (auto& v : activations) v = rng.symmetric(1.0f);
+    const auto activation_bytes = detail::to_f16_bytes(activations);
+    auto upload = runtime.encode_upload(activation_bytes, activation_layout, **x, 0);
+    if (!upload) {
+      return std::unexpected(fail(fmt::format("step {}: encode_upload(x)", step), upload.error()));
+    }
+
+    rt::CommandBatch batch;
+    if (with_attribution) batch.require_logical_execution_path_attribution();
+    if (with_logical_work) {
+      auto work = rt::LogicalWork::create(form, o.participants, tokens);
+      if (!work) return std::unexpected(fail(work.error().display()));
+      batch.push_node_initialization(0, *work, std::move(*upload));
+    } else {
+      batch.push_dynamic_binding(std::move(*upload));
+    }
+
+    std::uint32_t node = 1;
+    std::uint64_t launches_per_linear = packed ? 1 : o.participants;
+    auto push_linear = [&](const Linear& linear, const rt::Buffer& in,
+                           const rt::Buffer& out) -> WorkloadResult<void> {
+      std::vector<rt::DenseLinearLaunch> launches;
+      const rt::BufferRegionRef weight{linear.weight.get(), 0, f16_bytes(linear.out * linear.in)};
+      if (packed) {
+        launches.push_back({{&in, 0, f16_bytes(tokens * linear.in)},
+                            weight,
+                            {&out, 0, f16_bytes(tokens * linear.out)},
+                            tokens,
+                            linear.in,
+                            linear.out});
+      } else {
+        for (std::uint32_t p = 0; p < o.participants; ++p) {
+          launches.push_back(
+              {{&in, f16_bytes(token_start[p] * linear.in), f16_bytes(token_rows[p] * linear.in)},
+               weight,
+               {&out, f16_bytes(token_start[p] * linear.out),
+                f16_bytes(token_rows[p] * linear.out)},
+               token_rows[p],
+               linear.in,
+               linear.out});
+        }
+      }
+      auto command = runtime.encode_dense_linear({launches, o.participants, tokens});
+      if (!command) {
+        return std::unexpected(
+            fail(fmt::format("step {}: encode_dense_linear({})", step, linear.name),
+                 command.error()));
+      }
+      if (with_attribution) {
+        rt::EncodedOperation op;
+        op.compute = std::move(*command);
+        batch.push_operation(node, std::move(op));
+      } else {
+        batch.push_compute(std::move(*command));
+      }
+      ++node;
+      return {};
+    };
+    const rt::Buffer* current = x->get();
+    const rt::Buffer* other = y->get();
+    for (std::uint32_t layer = 0; layer < o.layers; ++layer) {
+      if (auto pushed = push_linear(linears[2 * layer], *current, **h); !pushed) {
+        return std::unexpected(pushed.error());
+      }
+      if (auto pushed = push_linear(linears[2 * layer + 1], **h, *other); !pushed) {
+        return std::unexpected(pushed.error());
+      }
+      std::swap(current, other);
+    }
+    if (auto pushed = push_linear(linears.back(), *current, **logits); !pushed) {
+      return std::unexpected(pushed.error());
+    }
+
+    const std::uint64_t entries = batch.size();
+    auto fence = runtime.submit(**stream, std::move(batch));
+    if (!fence) {
+      return std::unexpected(fail(fmt::format("step {}: submit", step), fence.error().error()));
+    }
+    observed.submitted();
+    auto receipt = runtime.wait_fence(**fence);
+    if (!receipt) {
+      return std::unexpected(
+          fail(fmt::format("step {}: wait_fence", step), receipt.error().error()));
+    }
+    if (!receipt->terminal.is_succeeded()) {
+      return std::unexpected(
+          fail(fmt::format("step {}: batch", step), *receipt->terminal.failure));
+    }
+    if (with_attribution) {
+      // A runtime may not offer attribution (nullopt); one that does gives a row per entry.
+      if (auto attribution = runtime.submission_attribution(**fence);
+          attribution && attribution->commands().size() != entries) {
+        return std::unexpected(fail(fmt::format("step {}: attribution has {} rows for {} entries",
+                                                step, attribution->commands().size(), entries)));
+      }
+    }
+
+    const std::uint64_t logit_bytes = f16_bytes(tokens * hidden);
+    auto bytes = runtime.readback(**stream, **logits, *rt::CopyRegion::create(0, 0, logit_bytes),
+                                  activation_layout);
+    if (!bytes) {
+      return std::unexpected(fail(fmt::format("step {}: readback(logits)", step), bytes.error()));
+    }
+    observed.readback(*bytes);
+    for (float v : detail::from_f16_bytes(*bytes)) {
+      if (!std::isfinite(v)) {
+        return std::unexpected(fail(fmt::format("step {}: logits hold a non-finite value", step)));
+      }
+    }
+
+    const auto after = runtime.counter_snapshot();
+    if (before && after) {
+      const detail::CounterDelta expected{0, 0, 1, entries, f16_bytes(tokens * hidden),
+                                          launches_per_linear * linears.size(), logit_bytes};
+      if (auto wrong = detail::check_counter_delta(*before, *after, expected)) {
+        return std::unexpected(fail(fmt::format("step {}: counters: {}", step, *wrong)));
+      }
+      observed.counters_checked();
+    }
+  }
+  return observed.finish(runtime);
+}
+
+}  // namespace vtrace::workloads

@@ -1,0 +1,89 @@
+#include "vtrace/workloads/workload.h"
+
+#include <fmt/format.h>
+
+#include <array>
+
+namespace vtrace::workloads {
+
+// Defined in the per-workload sources.
+WorkloadResult<WorkloadReport> run_tiny(const WorkloadSpec& spec, runtime::DeviceRuntime& rt);
+WorkloadResult<WorkloadReport> run_decode(const WorkloadSpec& spec, runtime::DeviceRuntime& rt);
+WorkloadResult<WorkloadReport> run_contract(const WorkloadSpec& spec, runtime::DeviceRuntime& rt,
+                                            runtime::DeviceRuntime& foreign);
+
+namespace {
+struct KindInfo {
+  WorkloadKind kind;
+  std::string_view name;
+  std::string_view summary;
+};
+constexpr std::array<KindInfo, 3> kKinds = {{
+    {WorkloadKind::kTiny, "tiny", "the spec's 2x2 dense linear: [1.5,-2] x [[2,1],[-1,3]]^T"},
+    {WorkloadKind::kDecode, "decode",
+     "an f16 transformer-shaped decode loop (static weights, dense linears, logits readback)"},
+    {WorkloadKind::kContract, "contract",
+     "a seeded sequence of valid and invalid calls reaching every contract error path"},
+}};
+}  // namespace
+
+std::string_view workload_name(WorkloadKind kind) {
+  for (const auto& info : kKinds) {
+    if (info.kind == kind) return info.name;
+  }
+  return "unknown";
+}
+
+std::string_view workload_summary(WorkloadKind kind) {
+  for (const auto& info : kKinds) {
+    if (info.kind == kind) return info.summary;
+  }
+  return "";
+}
+
+std::optional<WorkloadKind> parse_workload_kind(std::string_view name) {
+  for (const auto& info : kKinds) {
+    if (info.name == name) return info.kind;
+  }
+  return std::nullopt;
+}
+
+std::vector<WorkloadKind> all_workload_kinds() {
+  std::vector<WorkloadKind> kinds;
+  for (const auto& info : kKinds) kinds.push_back(info.kind);
+  return kinds;
+}
+
+std::string WorkloadSpec::describe() const {
+  switch (kind) {
+    case WorkloadKind::kTiny:
+      return "tiny";
+    case WorkloadKind::kDecode:
+      return fmt::format("decode hidden={} ffn={} layers={} participants={} steps={} seed={}{}",
+                         decode.hidden, decode.ffn, decode.layers, decode.participants,
+                         decode.steps, seed,
+                         decode.weights.empty() ? "" : " weights=" + decode.weights.string());
+    case WorkloadKind::kContract:
+      return fmt::format("contract rounds={} seed={}", contract.rounds, seed);
+  }
+  return "unknown";
+}
+
+WorkloadResult<WorkloadReport> run_workload(const WorkloadSpec& spec, runtime::DeviceRuntime& rt,
+                                            runtime::DeviceRuntime* foreign) {
+  switch (spec.kind) {
+    case WorkloadKind::kTiny:
+      return run_tiny(spec, rt);
+    case WorkloadKind::kDecode:
+      return run_decode(spec, rt);
+    case WorkloadKind::kContract:
+      if (foreign == nullptr) {
+        return std::unexpected(WorkloadError{
+            "the contract workload needs a second runtime of the same kind for foreign objects"});
+      }
+      return run_contract(spec, rt, *foreign);
+  }
+  return std::unexpected(WorkloadError{"unknown workload kind"});
+}
+
+}  // namespace vtrace::workloads
