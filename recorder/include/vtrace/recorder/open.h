@@ -1,0 +1,36 @@
+// Opening a runtime by name, with capture controlled by the environment.
+//
+// open_runtime() is what a product calls instead of RuntimeRegistry::open: without VTRACE_CAPTURE
+// it returns exactly the registry's runtime; with it, the same runtime wrapped in a
+// RecordingRuntime, so any product can be recorded without a code change.
+//
+// Environment:
+//   VTRACE_CAPTURE=path         record to `path` (written as "<path>.partial", renamed when the
+//                               recording is closed). Each further runtime opened by the same
+//                               process while it is set records to "<stem>.<N><ext>" (N = 2, 3...)
+//                               so recordings never overwrite each other.
+//   VTRACE_CAPTURE_LEVEL=N      zstd level of the trace's data frames (default 3, 1..19).
+//   VTRACE_CAPTURE_FLUSH_MS=N   timer flush every N ms (default 0 = off): bounds what a crash can
+//                               lose at the cost of byte-identical files.
+//   VTRACE_CAPTURE_WORKLOAD=txt free text stored in the trace metadata (`vtrace info`).
+// A recording opened this way is finalised by the recorder's destructor (when the product drops
+// the runtime); a product that wants the close status can dynamic_cast to RecordingRuntime.
+//
+// Thread rules: safe to call from several threads (the registry is immutable, the file counter
+//   atomic). Reads the environment at every call.
+// Errors: the registry's errors unchanged; kInternal when an environment value does not parse or
+//   the trace file cannot be created (the message names the variable or the file).
+#pragma once
+
+#include <memory>
+#include <string_view>
+
+#include "vtrace/runtime/registry.h"
+
+namespace vtrace::recorder {
+
+runtime::Result<std::unique_ptr<runtime::DeviceRuntime>> open_runtime(
+    std::string_view name, const runtime::RuntimeOpenOptions& options = {},
+    const runtime::RuntimeRegistry& registry = runtime::default_registry());
+
+}  // namespace vtrace::recorder

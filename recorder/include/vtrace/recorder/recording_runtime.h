@@ -1,0 +1,150 @@
+// RecordingRuntime: a DeviceRuntime decorator that forwards every call to the runtime it wraps and
+// records the call, its inputs and its outcome as one event of a .vtrace trace (schema/vtrace.fbs).
+//
+// What the product sees does not change: every result, byte and error comes from the wrapped
+// runtime unchanged. Handles handed out are wrappers (they own the wrapped runtime's handles);
+// a wrapper of another RecordingRuntime is unwrapped before forwarding, so a product that mixes
+// runtimes gets the same foreign-object answers with or without recorders.
+//
+// What is recorded:
+//  - one total order: every event gets the next sequence number under one mutex, so concurrent
+//    calls from many threads are all recorded, none lost; single-threaded runs are deterministic
+//    (same calls -> byte-identical trace, with writer.flush_interval_ms = 0);
+//  - submit: a SubmitBegin intent event BEFORE the wrapped submit runs, a SubmitEnd after;
+//  - a CounterSnapshot after every submit and readback when the wrapped runtime has counters;
+//  - upload and readback bytes as content-addressed blobs (TraceWriter::put_blob);
+//  - handle destruction (BufferReleased, StreamReleased, CommandReleased for a command never
+//    submitted, FenceReleased): storage lifetime moves counters;
+//  - objects are named by ordinals the recorder assigns; a handle it did not create is "foreign"
+//    and is introduced once by a ForeignObjectSeen event (identified by address, so a foreign
+//    object freed and another created at the same address share an ordinal).
+// The trace is flushed to the sink before every wait_fence (and before every submit when
+// RecorderOptions::flush_before_submit is set), so a run that dies there leaves a recoverable file.
+//
+// Failure of the trace (disk full, I/O error): the product keeps running unchanged, the recorder
+// stops recording (recording_failed() turns true), close() returns the first write error, and
+// what was written before stays recoverable by TraceReader.
+//
+// Ownership: the recorder owns the wrapped runtime. As for any runtime, it must outlive every
+//   handle it returned; handles that die after close() are not recorded.
+// Thread rules: as DeviceRuntime; close() may be called from any thread once no other call is in
+//   flight.
+// Errors: create() returns RuntimeError kInternal carrying the trace error's text; every other
+//   method returns exactly what the wrapped runtime returned.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "vtrace/runtime/device_runtime.h"
+#include "vtrace/schema/byte_io.h"
+#include "vtrace/schema/trace_error.h"
+#include "vtrace/schema/trace_writer.h"
+
+namespace vtrace::recorder {
+
+struct RecorderOptions {
+  schema::TraceWriterOptions writer;
+  // Free text stored in the trace metadata (shown by `vtrace info`).
+  std::string workload_description;
+  // Flush the trace to the sink right after each SubmitBegin, so a crash inside the wrapped
+  // submit leaves the intent on disk. Costs one block flush per submit; off by default.
+  bool flush_before_submit = false;
+};
+
+// close(): the writer's statistics, or the first trace error (the one that stopped recording).
+using RecorderCloseResult = schema::TraceResult<schema::TraceWriteStats>;
+
+class RecordingRuntime final : public runtime::DeviceRuntime {
+ public:
+  // Records to `trace_path` (written as "<path>.partial", renamed at close()). runtime_name is
+  // the registry name of the wrapped runtime, stored in the trace metadata.
+  static runtime::Result<std::unique_ptr<RecordingRuntime>> create(
+      std::unique_ptr<runtime::DeviceRuntime> inner, std::string runtime_name,
+      const std::filesystem::path& trace_path, RecorderOptions options = {});
+  // Records to any sink (tests: memory sinks, /dev/full through open_raw_file_sink).
+  static runtime::Result<std::unique_ptr<RecordingRuntime>> create(
+      std::unique_ptr<runtime::DeviceRuntime> inner, std::string runtime_name,
+      std::unique_ptr<schema::ByteSink> sink, RecorderOptions options = {});
+
+  // Closes the trace if close() was not called (the result is then lost; call close() to see it).
+  ~RecordingRuntime() override;
+
+  // Writes the summary and footer and commits the file. Idempotent: later calls return the first
+  // call's result. Calls made after close() are forwarded but not recorded.
+  RecorderCloseResult close();
+
+  const runtime::DeviceRuntime& inner() const;
+  runtime::DeviceRuntime& inner();
+  // True once a trace write failed; the product is unaffected.
+  bool recording_failed() const;
+  // Events recorded so far.
+  std::uint64_t events_recorded() const;
+
+  // ---- DeviceRuntime ----
+  const runtime::DeviceDescriptor& descriptor() const override;
+  runtime::AttentionExecutionPolicy attention_execution_policy() const override;
+  runtime::Result<runtime::AllocationPermit> admit(const runtime::BufferRequest& request) override;
+  runtime::Result<runtime::BufferPtr> allocate(runtime::AllocationPermit permit) override;
+  runtime::BufferDescriptor buffer_descriptor(const runtime::Buffer& buffer) const override;
+  runtime::Result<runtime::StreamPtr> create_stream() override;
+  runtime::StreamState stream_state(const runtime::Stream& stream) const override;
+  runtime::Result<runtime::CommandPtr> encode_copy(const runtime::Buffer& source,
+                                                   const runtime::Buffer& destination,
+                                                   const runtime::CopyRegion& region) override;
+  runtime::Result<runtime::CommandPtr> encode_upload(
+      std::span<const std::uint8_t> source, const runtime::HostTransferLayout& layout,
+      const runtime::Buffer& destination, std::uint64_t destination_offset_bytes) override;
+  runtime::Result<runtime::CommandPtr> encode_zero(const runtime::Buffer& destination,
+                                                   std::uint64_t destination_offset_bytes,
+                                                   std::uint64_t length_bytes) override;
+  runtime::Result<runtime::CommandPtr> encode_dense_linear(
+      const runtime::DenseLinearRequest& request) override;
+  std::expected<runtime::FencePtr, runtime::DefinitelyNotSubmitted> submit(
+      runtime::Stream& stream, runtime::CommandBatch batch) override;
+  runtime::FenceQuery query_fence(const runtime::Fence& fence) const override;
+  std::expected<runtime::TerminalReceipt, runtime::FenceIndeterminate> wait_fence(
+      const runtime::Fence& fence) override;
+  runtime::Result<void> synchronize(runtime::Stream& stream) override;
+  runtime::Result<std::vector<std::uint8_t>> readback(
+      runtime::Stream& stream, const runtime::Buffer& source, const runtime::CopyRegion& region,
+      const runtime::HostTransferLayout& output_layout) override;
+  runtime::VNextResult<runtime::DeviceErrorReport> describe_error(
+      const runtime::RuntimeError& error) const override;
+  std::optional<runtime::CounterSnapshot> counter_snapshot() const override;
+
+  std::optional<runtime::Result<std::unique_ptr<runtime::StaticWeightImportSession>>>
+  begin_static_weight_import() override;
+  std::optional<runtime::Result<runtime::CommandPtr>> encode_static_weight_transform(
+      const runtime::StaticWeightTransformRequest& request) override;
+  runtime::Result<runtime::ReusableExecutionPreparation> configure_reusable_executables(
+      runtime::Stream& stream, const runtime::ReusableExecutionPlan& plan) override;
+  runtime::Result<runtime::ReusableExecutionPreparation> seal_reusable_executables(
+      runtime::Stream& stream) override;
+  runtime::Result<runtime::ReusableExecutionPreparation> reusable_executable_preparation(
+      const runtime::Stream& stream) const override;
+  runtime::Result<std::vector<runtime::ReusableExecutionProgram>> reusable_execution_catalog(
+      const runtime::Stream& stream) const override;
+  runtime::Result<std::optional<runtime::CommandPtr>> encode_reusable_execution(
+      const runtime::ReusableExecutionInvocation& invocation) override;
+  runtime::Result<runtime::ReusableExecutionTrim> trim_reusable_executables(
+      runtime::Stream& stream) override;
+  runtime::Result<std::vector<runtime::CommandPtr>> coalesce_program_bindings(
+      std::vector<runtime::CommandPtr> commands) override;
+  bool supports_guarded_submission() const override;
+  std::expected<runtime::FencePtr, runtime::GuardedSubmissionError> submit_guarded(
+      runtime::Stream& stream, runtime::CommandBatch batch,
+      const runtime::SubmissionGuard& guard) override;
+  std::optional<runtime::SubmissionAttribution> submission_attribution(
+      const runtime::Fence& fence) const override;
+
+  struct State;  // shared with the handle wrappers (recording_runtime.cpp)
+
+ private:
+  explicit RecordingRuntime(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace vtrace::recorder

@@ -1,0 +1,80 @@
+#include "vtrace/recorder/open.h"
+
+#include <atomic>
+#include <charconv>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "vtrace/recorder/recording_runtime.h"
+
+namespace vtrace::recorder {
+
+namespace {
+
+namespace rt = vtrace::runtime;
+
+std::atomic<std::uint64_t> g_captures{0};
+
+rt::RuntimeError env_error(std::string_view variable, std::string_view value, std::string_view why) {
+  return rt::RuntimeError(rt::ErrorKind::kInternal,
+                          fmt::format("{}=`{}` is not valid: {}", variable, value, why));
+}
+
+template <typename T>
+rt::Result<T> env_number(const char* variable, T fallback, T min, T max) {
+  const char* text = std::getenv(variable);
+  if (text == nullptr || *text == '\0') return fallback;
+  const std::string_view value(text);
+  T parsed{};
+  auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), parsed);
+  if (ec != std::errc() || end != value.data() + value.size()) {
+    return std::unexpected(env_error(variable, value, "expected an integer"));
+  }
+  if (parsed < min || parsed > max) {
+    return std::unexpected(
+        env_error(variable, value, fmt::format("expected a value in [{}, {}]", min, max)));
+  }
+  return parsed;
+}
+
+// The first capture of the process uses `path`; later ones get a numbered sibling.
+std::filesystem::path capture_path(const std::filesystem::path& path) {
+  const std::uint64_t n = g_captures.fetch_add(1) + 1;
+  if (n == 1) return path;
+  auto numbered = path;
+  numbered.replace_filename(
+      fmt::format("{}.{}{}", path.stem().string(), n, path.extension().string()));
+  return numbered;
+}
+
+}  // namespace
+
+rt::Result<std::unique_ptr<rt::DeviceRuntime>> open_runtime(std::string_view name,
+                                                            const rt::RuntimeOpenOptions& options,
+                                                            const rt::RuntimeRegistry& registry) {
+  const char* capture = std::getenv("VTRACE_CAPTURE");
+  if (capture == nullptr || *capture == '\0') return registry.open(name, options);
+
+  RecorderOptions recorder;
+  auto level = env_number<int>("VTRACE_CAPTURE_LEVEL", recorder.writer.zstd_level, 1, 19);
+  if (!level) return std::unexpected(level.error());
+  auto flush_ms = env_number<std::uint32_t>("VTRACE_CAPTURE_FLUSH_MS", 0, 0, 3'600'000);
+  if (!flush_ms) return std::unexpected(flush_ms.error());
+  recorder.writer.zstd_level = *level;
+  recorder.writer.flush_interval_ms = *flush_ms;
+  if (const char* workload = std::getenv("VTRACE_CAPTURE_WORKLOAD")) {
+    recorder.workload_description = workload;
+  }
+
+  auto runtime = registry.open(name, options);
+  if (!runtime) return runtime;
+  auto recording = RecordingRuntime::create(std::move(*runtime), std::string(name),
+                                            capture_path(capture), std::move(recorder));
+  if (!recording) return std::unexpected(recording.error());
+  return std::unique_ptr<rt::DeviceRuntime>(std::move(*recording));
+}
+
+}  // namespace vtrace::recorder
