@@ -144,6 +144,9 @@ class ReferenceBuffer final : public Buffer {
         storage_(std::move(storage)) {}
   const BufferDescriptor& descriptor() const { return descriptor_; }
   std::uint64_t runtime_instance() const { return runtime_instance_; }
+  std::uintptr_t logical_address() const {
+    return reinterpret_cast<std::uintptr_t>(storage_->base() + storage_->logical_offset());
+  }
 
   // Region rule of spec 7.3 for the byte range [start, end).
   Result<Region> region(std::uint64_t start, std::uint64_t end) const {
@@ -433,6 +436,12 @@ ReferenceRuntime::ReferenceRuntime(std::unique_ptr<State> state) : state_(std::m
 ReferenceRuntime::~ReferenceRuntime() = default;
 
 std::uint64_t ReferenceRuntime::instance() const { return state_->instance; }
+
+std::optional<std::uintptr_t> ReferenceRuntime::logical_address(const Buffer& buffer) const {
+  const auto* concrete = dynamic_cast<const ReferenceBuffer*>(&buffer);
+  if (concrete == nullptr || !state_->owns(*concrete)) return std::nullopt;
+  return concrete->logical_address();
+}
 
 CounterSnapshot ReferenceRuntime::snapshot() const {
   const Counters& c = *state_->counters;

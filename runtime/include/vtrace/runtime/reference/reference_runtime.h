@@ -61,7 +61,11 @@ class ReferenceRuntime final : public DeviceRuntime {
   std::optional<CounterSnapshot> counter_snapshot() const override { return snapshot(); }
   std::optional<SubmissionAttribution> submission_attribution(const Fence& fence) const override;
 
+  // This runtime's process-wide instance number (the first runtime of a process gets 1).
   std::uint64_t instance() const;
+  // The host address of logical byte 0 of `buffer`'s storage, for alignment checks and
+  // diagnostics; nullopt for a buffer of another runtime or class.
+  std::optional<std::uintptr_t> logical_address(const Buffer& buffer) const;
 
  private:
   struct State;

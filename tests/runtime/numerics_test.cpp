@@ -1,0 +1,418 @@
+// Numerics: binary16 conversions (exhaustively, against independent converters) and the
+// reference dense-linear kernel (spec 11): shared vectors, the mixed-batch test, pinned NaN.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <bit>
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define VTRACE_TEST_HAS_X86 1
+#endif
+
+#include "runtime_test_support.h"
+#include "reference/dense_linear_kernel.h"
+
+using namespace vtrace::runtime;
+using namespace vtrace::runtime::testing;
+
+namespace {
+
+// --- independent converters (different method from src/f16.cpp) ---
+
+// f16 -> f32 by arithmetic on doubles: value = (-1)^s * m * 2^(e-25) for normals.
+float decode_with_ldexp(std::uint16_t h) {
+  const bool negative = (h & 0x8000) != 0;
+  const int exponent = (h >> 10) & 0x1F;
+  const int mantissa = h & 0x3FF;
+  double magnitude = 0;
+  if (exponent == 0x1F) {
+    if (mantissa != 0) {
+      return std::bit_cast<float>((negative ? 0x80000000u : 0u) | 0x7F800000u |
+                                  (static_cast<std::uint32_t>(mantissa) << 13));
+    }
+    magnitude = HUGE_VAL;
+  } else if (exponent == 0) {
+    magnitude = std::ldexp(static_cast<double>(mantissa), -24);
+  } else {
+    magnitude = std::ldexp(static_cast<double>(1024 + mantissa), exponent - 25);
+  }
+  return static_cast<float>(negative ? -magnitude : magnitude);
+}
+
+// f32 -> f16 through double arithmetic: scale to an integer grid and let nearbyint (ties to
+// even in the default rounding mode) pick the neighbour.
+std::uint16_t encode_with_double(float value) {
+  const std::uint32_t bits = std::bit_cast<std::uint32_t>(value);
+  const auto sign = static_cast<std::uint16_t>((bits >> 16) & 0x8000);
+  if (std::isnan(value)) {
+    return static_cast<std::uint16_t>(sign | 0x7E00 | ((bits & 0x7FFFFF) >> 13));
+  }
+  const double magnitude = std::fabs(static_cast<double>(value));
+  if (magnitude >= 65520.0) return static_cast<std::uint16_t>(sign | 0x7C00);
+  if (magnitude < std::ldexp(1.0, -14)) {
+    // Subnormal grid 2^-24; a result of 1024 is the smallest normal, encoded the same way.
+    return static_cast<std::uint16_t>(sign | static_cast<int>(std::nearbyint(magnitude * 0x1p24)));
+  }
+  int exponent = 0;
+  std::frexp(magnitude, &exponent);  // magnitude = f * 2^exponent, f in [0.5, 1)
+  int unbiased = exponent - 1;
+  double scaled = std::nearbyint(std::ldexp(magnitude, 10 - unbiased));  // in [1024, 2048]
+  if (scaled == 2048.0) {
+    scaled = 1024.0;
+    ++unbiased;
+  }
+  return static_cast<std::uint16_t>(sign | ((unbiased + 15) << 10) |
+                                    (static_cast<int>(scaled) - 1024));
+}
+
+#ifdef VTRACE_TEST_HAS_X86
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wold-style-cast"
+__attribute__((target("avx,f16c"))) void encode_with_f16c(const std::uint32_t* in,
+                                                            std::uint16_t* out) {
+  const __m256 values = _mm256_castsi256_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(in)));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(out),
+                   _mm256_cvtps_ph(values, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+}
+#pragma GCC diagnostic pop
+bool has_f16c() { return __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx"); }
+#else
+bool has_f16c() { return false; }
+#endif
+
+struct SweepResult {
+  std::uint64_t mismatches = 0;
+  std::uint32_t first_input = 0;
+  std::uint16_t first_expected = 0;
+  std::uint16_t first_actual = 0;
+};
+
+// Compares f32_to_f16 with an independent converter on f32 patterns [begin, end) (end exclusive,
+// as a 64-bit bound so the full range fits).
+SweepResult sweep(std::uint64_t begin, std::uint64_t end, bool use_f16c) {
+  SweepResult result;
+  const auto record = [&result](std::uint32_t input, std::uint16_t expected, std::uint16_t actual) {
+    if (expected != actual && result.mismatches++ == 0) {
+      result.first_input = input;
+      result.first_expected = expected;
+      result.first_actual = actual;
+    }
+  };
+  std::uint64_t bits = begin;
+#ifdef VTRACE_TEST_HAS_X86
+  if (use_f16c) {
+    std::uint32_t in[8];
+    std::uint16_t expected[8];
+    for (; bits + 8 <= end; bits += 8) {
+      for (std::uint32_t lane = 0; lane < 8; ++lane) in[lane] = static_cast<std::uint32_t>(bits + lane);
+      encode_with_f16c(in, expected);
+      for (std::size_t lane = 0; lane < 8; ++lane) {
+        record(in[lane], expected[lane], f32_to_f16(std::bit_cast<float>(in[lane])));
+      }
+    }
+  }
+#else
+  (void)use_f16c;
+#endif
+  for (; bits < end; ++bits) {
+    const auto input = static_cast<std::uint32_t>(bits);
+    record(input, encode_with_double(std::bit_cast<float>(input)),
+           f32_to_f16(std::bit_cast<float>(input)));
+  }
+  return result;
+}
+
+std::uint16_t load_u16(const std::vector<std::uint8_t>& bytes, std::size_t element) {
+  return static_cast<std::uint16_t>(bytes[2 * element] | (bytes[2 * element + 1] << 8));
+}
+
+std::vector<std::uint8_t> from_hex(const std::string& hex) {
+  std::vector<std::uint8_t> bytes;
+  for (std::size_t i = 0; i + 1 < hex.size(); i += 2) {
+    bytes.push_back(static_cast<std::uint8_t>(std::stoul(hex.substr(i, 2), nullptr, 16)));
+  }
+  return bytes;
+}
+
+bool is_f16_nan(std::uint16_t bits) { return (bits & 0x7C00) == 0x7C00 && (bits & 0x3FF) != 0; }
+
+// Runs one dense-linear request on fresh buffers and returns the output bytes.
+std::vector<std::uint8_t> run_dense(DeviceRuntime& runtime, Stream& stream,
+                                    const std::vector<std::uint8_t>& input,
+                                    const std::vector<std::uint8_t>& weight, std::uint64_t rows,
+                                    std::uint64_t in, std::uint64_t out) {
+  auto input_buffer = allocate(runtime, input.size(), ElementType::kF16);
+  auto weight_buffer = allocate(runtime, weight.size(), ElementType::kF16);
+  auto output_buffer = allocate(runtime, rows * out * 2, ElementType::kF16);
+  fill(runtime, stream, *input_buffer, input);
+  fill(runtime, stream, *weight_buffer, weight);
+  const DenseLinearLaunch launch{{input_buffer.get(), 0, input.size()},
+                                 {weight_buffer.get(), 0, weight.size()},
+                                 {output_buffer.get(), 0, rows * out * 2},
+                                 rows, in, out};
+  auto command = runtime.encode_dense_linear({{&launch, 1}, 1, rows});
+  REQUIRE(command.has_value());
+  submit_ok(runtime, stream, CommandBatch::singleton(std::move(*command)));
+  return contents(runtime, stream, *output_buffer);
+}
+
+}  // namespace
+
+TEST_CASE("f16 to f32 agrees with an ldexp-based decoder on all 65536 patterns", "[runtime][f16]") {
+  std::uint32_t mismatches = 0;
+  for (std::uint32_t h = 0; h <= 0xFFFF; ++h) {
+    const auto bits = static_cast<std::uint16_t>(h);
+    if (std::bit_cast<std::uint32_t>(f16_to_f32(bits)) !=
+        std::bit_cast<std::uint32_t>(decode_with_ldexp(bits))) {
+      ++mismatches;
+      UNSCOPED_INFO("pattern " << h);
+    }
+  }
+  CHECK(mismatches == 0);
+  CHECK(f16_to_f32(0x0001) == std::ldexp(1.0f, -24));
+  CHECK(f16_to_f32(0x7BFF) == 65504.0f);
+  CHECK(std::signbit(f16_to_f32(0x8000)));
+}
+
+TEST_CASE("every f16 pattern survives f16 to f32 to f16, signalling NaNs coming back quiet",
+          "[runtime][f16]") {
+  std::uint32_t mismatches = 0;
+  for (std::uint32_t h = 0; h <= 0xFFFF; ++h) {
+    const auto bits = static_cast<std::uint16_t>(h);
+    const bool signalling_nan = is_f16_nan(bits) && (bits & 0x0200) == 0;
+    const auto expected = static_cast<std::uint16_t>(signalling_nan ? bits | 0x0200 : bits);
+    if (f32_to_f16(f16_to_f32(bits)) != expected) ++mismatches;
+  }
+  CHECK(mismatches == 0);
+}
+
+TEST_CASE("f32 to f16 rounds the edge cases of spec 11.2", "[runtime][f16]") {
+  CHECK(f32_to_f16(65504.0f) == 0x7BFF);
+  CHECK(f32_to_f16(65519.996f) == 0x7BFF);
+  CHECK(f32_to_f16(65520.0f) == 0x7C00);
+  CHECK(f32_to_f16(-65520.0f) == 0xFC00);
+  CHECK(f32_to_f16(1e10f) == 0x7C00);
+  CHECK(f32_to_f16(std::ldexp(1.0f, -25)) == 0x0000);
+  CHECK(f32_to_f16(std::nextafter(std::ldexp(1.0f, -25), 1.0f)) == 0x0001);
+  CHECK(f32_to_f16(std::ldexp(1.0f, -24)) == 0x0001);
+  CHECK(f32_to_f16(-std::ldexp(1.0f, -24)) == 0x8001);
+  CHECK(f32_to_f16(std::ldexp(3.0f, -25)) == 0x0002);  // tie between 1 and 2 subnormal steps: even
+  CHECK(f32_to_f16(1.00048828125f) == 0x3C00);          // tie to even
+  CHECK(f32_to_f16(1.00146484375f) == 0x3C02);          // tie to even, upwards
+  CHECK(f32_to_f16(-0.0f) == 0x8000);
+  CHECK(f32_to_f16(INFINITY) == 0x7C00);
+  CHECK(f32_to_f16(-INFINITY) == 0xFC00);
+  CHECK(f32_to_f16(std::ldexp(1.0f, -14)) == 0x0400);
+  CHECK(f32_to_f16(std::nextafter(std::ldexp(1.0f, -14), 0.0f)) == 0x0400);  // rounds up to normal
+  // NaN: sign | 0x7C00 | 0x0200 | (mantissa >> 13).
+  CHECK(f32_to_f16(std::bit_cast<float>(0x7F800001u)) == 0x7E00);
+  CHECK(f32_to_f16(std::bit_cast<float>(0xFFC02000u)) == 0xFE01);
+  CHECK(f32_to_f16(std::bit_cast<float>(0x7FBFE000u)) == 0x7FFF);
+}
+
+TEST_CASE("the double-based reference converter agrees with f32_to_f16 on a strided sample",
+          "[runtime][f16]") {
+  // Keeps the fallback converter itself verified on machines that have F16C.
+  std::uint64_t mismatches = 0;
+  for (std::uint64_t bits = 0; bits <= 0xFFFFFFFFull; bits += 4099) {
+    const auto input = static_cast<std::uint32_t>(bits);
+    if (encode_with_double(std::bit_cast<float>(input)) != f32_to_f16(std::bit_cast<float>(input))) {
+      ++mismatches;
+    }
+  }
+  CHECK(mismatches == 0);
+}
+
+TEST_CASE("f32 to f16 agrees with an independent converter on all 2^32 inputs", "[runtime][f16]") {
+  const bool use_f16c = has_f16c();
+  const auto start = std::chrono::steady_clock::now();
+  SweepResult halves[2];
+  constexpr std::uint64_t kHalf = 1ull << 31;
+  std::thread low([&] { halves[0] = sweep(0, kHalf, use_f16c); });
+  std::thread high([&] { halves[1] = sweep(kHalf, 2 * kHalf, use_f16c); });
+  low.join();
+  high.join();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  // Reported, never asserted (tests do not assert on wall time).
+  WARN("exhaustive f32->f16 sweep against " << (use_f16c ? "F16C" : "double arithmetic") << ": "
+                                            << seconds << " s");
+  for (const auto& half : halves) {
+    INFO("first mismatch: input 0x" << std::hex << half.first_input << " expected 0x"
+                                    << half.first_expected << " got 0x" << half.first_actual);
+    CHECK(half.mismatches == 0);
+  }
+}
+
+TEST_CASE("the kernel computes the spec's 2x2 example", "[runtime][dense_linear]") {
+  const auto out = reference::dense_linear_f16(f16_bytes({1.5f, -2.0f}),
+                                               f16_bytes({2.0f, 1.0f, -1.0f, 3.0f}), 1, 2, 2);
+  CHECK(f16_values(out) == std::vector<float>{1.0f, -7.5f});
+}
+
+TEST_CASE("NaN outputs are pinned to 0x7E00 whatever produced them and infinities stay infinite",
+          "[runtime][dense_linear]") {
+  const std::uint16_t nan_neg_payload = 0xFE3F;
+  const auto raw = [](std::vector<std::uint16_t> values) {
+    std::vector<std::uint8_t> bytes;
+    for (auto v : values) {
+      bytes.push_back(static_cast<std::uint8_t>(v & 0xFF));
+      bytes.push_back(static_cast<std::uint8_t>(v >> 8));
+    }
+    return bytes;
+  };
+  // Row 0: NaN input. Row 1: inf * 0. Row 2: inf + -inf. Row 3: inf only.
+  const auto input = raw({nan_neg_payload, 0x3C00, 0x7C00, 0x0000, 0x7C00, 0xFC00, 0x7C00, 0x3C00});
+  const auto weight = raw({0x3C00, 0x3C00});  // out_features 1, in_features 2: w = [1, 1]
+  const auto out = reference::dense_linear_f16(input, weight, 4, 2, 1);
+  REQUIRE(out.size() == 8);
+  CHECK(load_u16(out, 0) == reference::kDenseLinearNanOutput);
+  CHECK(load_u16(out, 1) == reference::kDenseLinearNanOutput);
+  CHECK(load_u16(out, 2) == reference::kDenseLinearNanOutput);
+  CHECK(load_u16(out, 3) == 0x7C00);
+  CHECK(reference::kDenseLinearNanOutput == 0x7E00);
+}
+
+TEST_CASE("an output region aliasing the input still computes from the original input",
+          "[runtime][dense_linear]") {
+  auto runtime = make_reference();
+  auto stream = std::move(*runtime->create_stream());
+  auto activations = allocate(*runtime, 4, ElementType::kF16);
+  auto weight = allocate(*runtime, 8, ElementType::kF16);
+  fill(*runtime, *stream, *activations, f16_bytes({1.5f, -2.0f}));
+  fill(*runtime, *stream, *weight, f16_bytes({2.0f, 1.0f, -1.0f, 3.0f}));
+  const DenseLinearLaunch launch{{activations.get(), 0, 4}, {weight.get(), 0, 8},
+                                 {activations.get(), 0, 4}, 1, 2, 2};
+  submit_ok(*runtime, *stream,
+            CommandBatch::singleton(std::move(*runtime->encode_dense_linear({{&launch, 1}, 1, 1}))));
+  CHECK(f16_values(contents(*runtime, *stream, *activations)) == std::vector<float>{1.0f, -7.5f});
+}
+
+TEST_CASE("all shared dense-linear vectors match bit for bit through the reference runtime",
+          "[runtime][dense_linear][vectors]") {
+  std::ifstream file(VTRACE_SHARED_DIR "/vectors/dense_linear_f16.jsonl");
+  REQUIRE(file.good());
+  auto runtime = make_reference();
+  auto stream = std::move(*runtime->create_stream());
+  std::size_t cases = 0;
+  std::size_t nan_outputs = 0;
+  std::string line;
+  while (std::getline(file, line)) {
+    if (line.empty()) continue;
+    const auto json = nlohmann::json::parse(line);
+    const auto rows = json.at("rows").get<std::uint64_t>();
+    const auto in = json.at("in_features").get<std::uint64_t>();
+    const auto out = json.at("out_features").get<std::uint64_t>();
+    const auto expected = from_hex(json.at("output").get<std::string>());
+    const auto actual = run_dense(*runtime, *stream, from_hex(json.at("input").get<std::string>()),
+                                  from_hex(json.at("weight").get<std::string>()), rows, in, out);
+    INFO("case " << cases << " kind " << json.at("kind").get<std::string>() << " rows " << rows
+                 << " in " << in << " out " << out);
+    REQUIRE(actual.size() == expected.size());
+    std::size_t mismatches = 0;
+    for (std::size_t e = 0; e < expected.size() / 2; ++e) {
+      const std::uint16_t want = load_u16(expected, e);
+      const std::uint16_t got = load_u16(actual, e);
+      if (is_f16_nan(want)) {
+        ++nan_outputs;
+        // NaN-ness must agree; the bits are pinned by this runtime.
+        if (got != reference::kDenseLinearNanOutput) ++mismatches;
+      } else if (want != got) {
+        ++mismatches;
+      }
+    }
+    CHECK(mismatches == 0);
+    ++cases;
+  }
+  CHECK(cases == 380);
+  CHECK(nan_outputs > 0);
+  CHECK(runtime->snapshot().dense_linear_launches == 380);
+  CHECK(runtime->snapshot().live_allocations == 0);
+}
+
+TEST_CASE("packed and participant-loop batches bit-equal single-participant runs and the analytic values",
+          "[runtime][dense_linear][mixed]") {
+  auto runtime = make_reference();
+  auto stream = std::move(*runtime->create_stream());
+  // Rows (x, y) with x = k/8 for k in -32..32 and y a permutation of the same grid.
+  std::vector<float> inputs;
+  for (int k = -32; k <= 32; ++k) {
+    inputs.push_back(static_cast<float>(k) / 8.0f);
+    inputs.push_back(static_cast<float>(((k + 32) * 7) % 65 - 32) / 8.0f);
+  }
+  const std::size_t rows = inputs.size() / 2;
+  const auto weight_bytes = f16_bytes({2.0f, 1.0f, -1.0f, 3.0f});
+
+  // Analytic: f16(2x + y), f16(-x + 3y), products and sums in f32 in the kernel's order.
+  std::vector<std::uint8_t> analytic;
+  for (std::size_t r = 0; r < rows; ++r) {
+    const float x = f16_to_f32(f32_to_f16(inputs[2 * r]));
+    const float y = f16_to_f32(f32_to_f16(inputs[2 * r + 1]));
+    const float o0 = (0.0f + x * 2.0f) + y * 1.0f;
+    const float o1 = (0.0f + x * -1.0f) + y * 3.0f;
+    const auto bytes = f16_bytes({o0, o1});
+    analytic.insert(analytic.end(), bytes.begin(), bytes.end());
+  }
+
+  // Single-participant runs, one row each.
+  std::vector<std::uint8_t> single;
+  for (std::size_t r = 0; r < rows; ++r) {
+    const auto out = run_dense(*runtime, *stream, f16_bytes({inputs[2 * r], inputs[2 * r + 1]}),
+                               weight_bytes, 1, 2, 2);
+    single.insert(single.end(), out.begin(), out.end());
+  }
+  CHECK(single == analytic);
+
+  auto input_buffer = allocate(*runtime, rows * 4, ElementType::kF16);
+  auto weight_buffer = allocate(*runtime, 8, ElementType::kF16);
+  fill(*runtime, *stream, *input_buffer, f16_bytes(inputs));
+  fill(*runtime, *stream, *weight_buffer, weight_bytes);
+  for (std::uint32_t participants : {2u, 3u, 4u}) {
+    // Split the rows into `participants` consecutive, unequal slices.
+    std::vector<std::uint64_t> starts;
+    for (std::uint32_t p = 0; p < participants; ++p) starts.push_back(rows * p / participants + p);
+    starts.push_back(rows);
+    for (bool packed : {true, false}) {
+      INFO(participants << " participants, " << (packed ? "packed" : "participant loop"));
+      auto output_buffer = allocate(*runtime, rows * 4, ElementType::kF16);
+      std::vector<DenseLinearLaunch> launches;
+      if (packed) {
+        launches.push_back({{input_buffer.get(), 0, rows * 4}, {weight_buffer.get(), 0, 8},
+                            {output_buffer.get(), 0, rows * 4}, rows, 2, 2});
+      } else {
+        for (std::uint32_t p = 0; p < participants; ++p) {
+          const std::uint64_t begin = starts[p];
+          const std::uint64_t count = starts[p + 1] - begin;
+          launches.push_back({{input_buffer.get(), begin * 4, count * 4},
+                              {weight_buffer.get(), 0, 8},
+                              {output_buffer.get(), begin * 4, count * 4}, count, 2, 2});
+        }
+      }
+      const auto before = runtime->snapshot();
+      auto command = runtime->encode_dense_linear({launches, participants, rows});
+      REQUIRE(command.has_value());
+      CommandBatch batch;
+      batch.require_logical_execution_path_attribution();
+      batch.push_operation(0, EncodedOperation{{}, {}, std::move(*command), {}});
+      auto fence = runtime->submit(*stream, std::move(batch));
+      REQUIRE(fence.has_value());
+      const auto after = runtime->snapshot();
+      CHECK(after.submissions == before.submissions + 1);
+      CHECK(after.dense_linear_launches == before.dense_linear_launches + launches.size());
+      const auto attribution = runtime->submission_attribution(**fence);
+      REQUIRE(attribution.has_value());
+      CHECK(attribution->commands()[0].batching_form() ==
+            (packed ? BatchingForm::kPacked : BatchingForm::kParticipantLoop));
+      CHECK(attribution->commands()[0].participant_count() == participants);
+      CHECK(attribution->commands()[0].compute_dispatch_count() == launches.size());
+      CHECK(contents(*runtime, *stream, *output_buffer) == single);
+    }
+  }
+}
