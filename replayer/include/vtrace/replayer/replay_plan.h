@@ -1,0 +1,225 @@
+// ReplayPlan: a trace decoded and validated once, before anything runs.
+//
+// build() visits every event of a TraceReader and turns it into a typed ReplayStep. It refuses a
+// trace (with a TraceError naming the event) when an event is of an unknown required kind, its
+// sequence number is not its ordinal, a field does not convert to a valid runtime value, an object
+// is referenced before the event that creates it (or after the one that releases it), a permit
+// generation was never admitted, a SubmitEnd names no SubmitBegin, or a payload blob is missing.
+// Unknown events marked not required are kept as Skipped steps. Every payload the steps name is
+// loaded into the plan, so executing it reads nothing from the file.
+//
+// Ownership: the plan owns its steps and payloads; it does not keep the reader.
+// Thread rules: immutable after build(); several engines may execute one plan concurrently.
+// Errors: TraceError (kCorrupt, kMissingBlob, kUnknownRequiredEvent, or the reader's own).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "vtrace/runtime/device_runtime.h"
+#include "vtrace/schema/format.h"
+#include "vtrace/schema/trace_reader.h"
+
+namespace vtrace::replayer {
+
+enum class ObjectKind : std::uint8_t { kBuffer, kStream, kCommand, kFence, kImportSession };
+std::string_view object_kind_name(ObjectKind kind);
+
+// A recorded object reference: an own ordinal, a foreign ordinal, or no object at all.
+struct ObjectRef {
+  enum class Space : std::uint8_t { kOwn, kForeign, kNull };
+  std::uint64_t ordinal = 0;
+  Space space = Space::kNull;
+  std::string to_string(ObjectKind kind) const;  // "buffer#3", "foreign stream#0", "null"
+};
+
+// nullopt = the call succeeded.
+using Outcome = std::optional<runtime::RuntimeError>;
+
+namespace step {
+struct RuntimeOpened {
+  std::string registry_name;
+  runtime::DeviceDescriptor descriptor;
+  runtime::AttentionExecutionPolicy policy = runtime::AttentionExecutionPolicy::kPortable;
+};
+struct ForeignObjectSeen {
+  ObjectKind kind = ObjectKind::kBuffer;
+  std::uint64_t ordinal = 0;
+  std::optional<runtime::BufferDescriptor> descriptor;  // buffers
+};
+struct Admit {
+  runtime::BufferRequest request;
+  std::optional<std::uint64_t> generation;
+  Outcome outcome;
+};
+struct Allocate {
+  std::uint64_t generation = 0;
+  std::optional<std::uint64_t> buffer;
+  std::optional<runtime::BufferDescriptor> descriptor;
+  Outcome outcome;
+};
+struct DescriptorQueried {
+  ObjectRef buffer;
+  runtime::BufferDescriptor descriptor;
+};
+struct Released {
+  ObjectKind kind = ObjectKind::kBuffer;
+  std::uint64_t ordinal = 0;
+};
+struct StreamCreated {
+  std::optional<std::uint64_t> stream;
+  Outcome outcome;
+};
+struct StreamStateQueried {
+  ObjectRef stream;
+  runtime::StreamState state = runtime::StreamState::kReady;
+};
+struct EncodeCopy {
+  ObjectRef source, destination;
+  runtime::CopyRegion region;
+  std::optional<std::uint64_t> command;
+  Outcome outcome;
+};
+struct EncodeUpload {
+  schema::BlobId payload;
+  std::uint64_t payload_bytes = 0;
+  runtime::HostTransferLayout layout;
+  ObjectRef destination;
+  std::uint64_t offset_bytes = 0;
+  std::optional<std::uint64_t> command;
+  Outcome outcome;
+};
+struct EncodeZero {
+  ObjectRef destination;
+  std::uint64_t offset_bytes = 0;
+  std::uint64_t length_bytes = 0;
+  std::optional<std::uint64_t> command;
+  Outcome outcome;
+};
+struct Region {
+  ObjectRef buffer;
+  std::uint64_t offset_bytes = 0;
+  std::uint64_t length_bytes = 0;
+};
+struct Launch {
+  Region input, weight, output;
+  std::uint64_t rows = 0, in_features = 0, out_features = 0;
+};
+struct EncodeDenseLinear {
+  std::vector<Launch> launches;
+  std::uint32_t participant_count = 0;
+  std::uint64_t token_count = 0;
+  std::optional<std::uint64_t> command;
+  Outcome outcome;
+};
+struct Entry {
+  runtime::CommandPhase phase = runtime::CommandPhase::kCompute;
+  std::optional<std::uint32_t> node_index;
+  std::optional<runtime::LogicalWork> logical_work;
+  ObjectRef command;
+};
+struct SubmitBegin {
+  ObjectRef stream;
+  std::vector<Entry> entries;
+  runtime::TimingMode timing = runtime::TimingMode::kOff;
+  runtime::ComputePathRequirement path = runtime::ComputePathRequirement::kAdaptive;
+  std::vector<std::uint32_t> declared_eager;
+  runtime::AttributionRequirement attribution = runtime::AttributionRequirement::kNone;
+  std::optional<runtime::ReusableExecutionCapture> capture;
+  bool guarded = false;
+  std::uint64_t guard_maximum_commands = 0;
+};
+struct SubmitEnd {
+  std::uint64_t begin_seq = 0;
+  std::optional<std::uint64_t> fence;
+  Outcome not_submitted;
+  bool rejected = false;  // submit_guarded's Rejected(AttributionUnavailable)
+};
+struct Attribution {
+  ObjectRef fence;
+  std::optional<runtime::SubmissionAttribution> rows;
+};
+struct Fence {
+  bool wait = false;  // WaitFence (true) or QueryFence
+  ObjectRef fence;
+  runtime::FenceQuery result;  // a wait is Terminal or RuntimeError (Indeterminate)
+};
+struct Synchronize {
+  ObjectRef stream;
+  Outcome outcome;
+};
+struct Readback {
+  ObjectRef stream, source;
+  runtime::CopyRegion region;
+  runtime::HostTransferLayout layout;
+  std::optional<schema::BlobId> payload;
+  std::uint64_t payload_bytes = 0;
+  Outcome outcome;
+};
+struct DescribeError {
+  runtime::RuntimeError input;
+  std::optional<runtime::DeviceErrorReport> report;  // nullopt: describe_error failed
+};
+// The optional methods this replayer re-executes: supports_guarded_submission,
+// begin_static_weight_import (answered "not supported" when recorded), and the reusable-execution
+// queries configure/seal/reusable_executable_preparation/trim.
+struct OptionalCall {
+  std::string method;
+  ObjectRef stream;
+  bool supported = true;
+  bool flag = false;
+  std::uint64_t plan_maximum_executables = 0;
+  runtime::ReusableExecutionCatalogLifetime plan_lifetime =
+      runtime::ReusableExecutionCatalogLifetime::kStartupSealed;
+  std::optional<runtime::ReusableExecutionPreparation> preparation;
+  std::optional<runtime::ReusableExecutionTrim> trim;
+  Outcome outcome;
+};
+struct Counters {
+  std::uint64_t after_seq = 0;
+  runtime::CounterSnapshot counters;
+};
+struct Skipped {
+  std::string kind;
+};
+}  // namespace step
+
+using ReplayStepBody =
+    std::variant<step::RuntimeOpened, step::ForeignObjectSeen, step::Admit, step::Allocate,
+                 step::DescriptorQueried, step::Released, step::StreamCreated,
+                 step::StreamStateQueried, step::EncodeCopy, step::EncodeUpload, step::EncodeZero,
+                 step::EncodeDenseLinear, step::SubmitBegin, step::SubmitEnd, step::Attribution,
+                 step::Fence, step::Synchronize, step::Readback, step::DescribeError,
+                 step::OptionalCall, step::Counters, step::Skipped>;
+
+struct ReplayStep {
+  std::uint64_t ordinal = 0;
+  std::string kind;  // the event kind name ("Admit", "SubmitBegin", ...)
+  ReplayStepBody body;
+};
+
+class ReplayPlan {
+ public:
+  static schema::TraceResult<ReplayPlan> build(schema::TraceReader& reader);
+
+  const std::vector<ReplayStep>& steps() const { return steps_; }
+  // The registry name the trace was recorded on (TraceMetadata, else RuntimeOpened); may be empty.
+  const std::string& recorded_runtime() const { return recorded_runtime_; }
+  // A payload named by a step; never null for an id a step holds.
+  const std::vector<std::uint8_t>* payload(const schema::BlobId& id) const;
+  std::uint64_t payload_bytes() const { return payload_bytes_; }  // distinct payloads, decoded
+  bool trace_complete() const { return trace_complete_; }
+
+ private:
+  std::vector<ReplayStep> steps_;
+  std::string recorded_runtime_;
+  std::map<schema::BlobId, std::vector<std::uint8_t>> payloads_;
+  std::uint64_t payload_bytes_ = 0;
+  bool trace_complete_ = true;
+};
+
+}  // namespace vtrace::replayer

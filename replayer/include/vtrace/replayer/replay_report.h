@@ -1,0 +1,47 @@
+// What a replay found: counts of everything checked, and every mismatch with one command line
+// that reproduces it. to_json() gives the report `vtrace replay --json` writes; its keys are
+// frozen and documented in docs/CLI.md.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace vtrace::replayer {
+
+struct ReplayChecks {
+  std::uint64_t calls = 0;              // call outcomes compared (success or error kind)
+  std::uint64_t readbacks = 0;          // readback payloads compared
+  std::uint64_t readback_bytes = 0;     // their bytes
+  std::uint64_t attribution_rows = 0;   // submission attribution rows compared
+  std::uint64_t fences = 0;             // fence answers compared (wait and query)
+  std::uint64_t counter_snapshots = 0;  // counter snapshots compared
+  std::uint64_t error_outcomes = 0;     // compared calls whose recorded outcome was an error
+};
+
+struct Mismatch {
+  std::uint64_t event = 0;  // ordinal of the event whose outcome differs
+  std::string call;         // "EncodeZero(buffer#2, offset 0, length 8)"
+  std::string expected;     // what the trace recorded
+  std::string actual;       // what the runtime did
+  std::string reproduce;    // "vtrace replay T --events N:N+1 --runtime R --check M"
+};
+
+struct ReplayReport {
+  std::string trace;
+  std::string runtime;
+  std::string check;             // "bits", "ulp:N", "none"
+  std::uint64_t first_event = 0;  // the checked range [first_event, end_event)
+  std::uint64_t end_event = 0;
+  std::uint64_t events = 0;      // events checked (in the range)
+  std::uint64_t executed = 0;    // events executed (the range and everything before it)
+  ReplayChecks checked;
+  std::vector<Mismatch> mismatches;    // at most ReplayOptions::max_mismatches
+  std::uint64_t mismatch_count = 0;    // all of them
+  bool matched() const { return mismatch_count == 0; }
+  nlohmann::json to_json() const;
+};
+
+}  // namespace vtrace::replayer

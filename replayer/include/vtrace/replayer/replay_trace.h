@@ -1,0 +1,35 @@
+// One call from a trace file to a replay report: open the trace, build the plan, open the runtimes
+// through a registry, run the engine. What `vtrace replay` and the tests use.
+//
+// Errors, each with the exit code `vtrace replay` maps it to:
+//   kTrace (2)               the file cannot be read or the plan is invalid;
+//   kUsage (2)               the options do not fit the trace (an empty or inverted range);
+//   kRuntimeUnavailable (3)  the registry does not know the runtime, or it cannot open here.
+#pragma once
+
+#include <expected>
+#include <filesystem>
+#include <string>
+
+#include "vtrace/replayer/replay_engine.h"
+#include "vtrace/runtime/registry.h"
+
+namespace vtrace::replayer {
+
+struct ReplayFailure {
+  enum class Kind : std::uint8_t { kTrace, kUsage, kRuntimeUnavailable };
+  Kind kind = Kind::kTrace;
+  std::string message;
+};
+
+struct ReplayTraceOptions {
+  std::string runtime;  // empty: the runtime the trace was recorded on
+  ReplayOptions replay;  // trace_label and runtime_name are filled in when empty
+};
+
+std::expected<ReplayReport, ReplayFailure> replay_trace(const std::filesystem::path& trace,
+                                                        const ReplayTraceOptions& options,
+                                                        const runtime::RuntimeRegistry& registry,
+                                                        ReplayObserver* observer = nullptr);
+
+}  // namespace vtrace::replayer

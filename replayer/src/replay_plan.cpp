@@ -1,0 +1,540 @@
+// ReplayPlan::build: decode every event into a typed step, then validate references and payloads.
+#include "vtrace/replayer/replay_plan.h"
+
+#include <fmt/format.h>
+
+#include <array>
+#include <set>
+
+#include "vtrace/schema/events.h"
+
+namespace vtrace::replayer {
+
+namespace rt = vtrace::runtime;
+namespace fb = vtrace::fb;
+using schema::TraceError;
+using schema::TraceErrorKind;
+using schema::TraceResult;
+
+std::string_view object_kind_name(ObjectKind kind) {
+  switch (kind) {
+    case ObjectKind::kBuffer:
+      return "buffer";
+    case ObjectKind::kStream:
+      return "stream";
+    case ObjectKind::kCommand:
+      return "command";
+    case ObjectKind::kFence:
+      return "fence";
+    case ObjectKind::kImportSession:
+      return "import session";
+  }
+  return "object";
+}
+
+std::string ObjectRef::to_string(ObjectKind kind) const {
+  switch (space) {
+    case Space::kOwn:
+      return fmt::format("{}#{}", object_kind_name(kind), ordinal);
+    case Space::kForeign:
+      return fmt::format("foreign {}#{}", object_kind_name(kind), ordinal);
+    case Space::kNull:
+      return "null";
+  }
+  return "null";
+}
+
+const std::vector<std::uint8_t>* ReplayPlan::payload(const schema::BlobId& id) const {
+  auto it = payloads_.find(id);
+  return it == payloads_.end() ? nullptr : &it->second;
+}
+
+namespace {
+
+TraceError corrupt(std::uint64_t ordinal, std::string_view kind, std::string what) {
+  return TraceError{TraceErrorKind::kCorrupt,
+                    fmt::format("event {} ({}): {}", ordinal, kind, std::move(what))};
+}
+
+// Decodes one event. `E` errors are wrapped with the event's ordinal and kind by the caller.
+class Decoder {
+ public:
+  Decoder(std::uint64_t ordinal, std::string_view kind) : ordinal_(ordinal), kind_(kind) {}
+
+  TraceError error(std::string what) const { return corrupt(ordinal_, kind_, std::move(what)); }
+  TraceError wrap(const TraceError& e) const {
+    return TraceError{e.kind, fmt::format("event {} ({}): {}", ordinal_, kind_, e.message)};
+  }
+
+  ObjectRef ref(const fb::ObjectRef* r) const {
+    if (r == nullptr || r->space() == fb::RefSpace::Null) return {};
+    return {r->ordinal(),
+            r->space() == fb::RefSpace::Own ? ObjectRef::Space::kOwn : ObjectRef::Space::kForeign};
+  }
+  TraceResult<Outcome> outcome(const fb::Error* e) const {
+    if (e == nullptr) return Outcome{};
+    auto error = schema::read_error(e);
+    if (!error) return std::unexpected(wrap(error.error()));
+    return Outcome{*error};
+  }
+  template <typename T>
+  TraceResult<T> need(const T* value, std::string_view field) const {
+    if (value == nullptr) return std::unexpected(error(fmt::format("lacks `{}`", field)));
+    return *value;
+  }
+  template <typename E>
+  TraceResult<std::remove_cvref_t<decltype(*schema::from_fb(E{}))>> enum_of(E value, std::string_view field) const {
+    auto v = schema::from_fb(value);
+    if (!v) return std::unexpected(error(fmt::format("has an unknown `{}` value", field)));
+    return *v;
+  }
+  template <typename T>
+  TraceResult<T> lift(TraceResult<T> r) const {
+    if (!r) return std::unexpected(wrap(r.error()));
+    return r;
+  }
+  static std::optional<std::uint64_t> opt(flatbuffers::Optional<std::uint64_t> v) {
+    return v.has_value() ? std::optional(*v) : std::nullopt;
+  }
+
+  TraceResult<ReplayStepBody> decode(const fb::Event& event) const;
+
+ private:
+  std::uint64_t ordinal_;
+  std::string_view kind_;
+};
+
+#define VTRACE_TRY(var, expr)                                   \
+  auto var##_result = (expr);                                   \
+  if (!var##_result) return std::unexpected(var##_result.error()); \
+  auto var = std::move(*var##_result)
+
+TraceResult<ReplayStepBody> Decoder::decode(const fb::Event& event) const {
+  using B = fb::EventBody;
+  switch (event.body_type()) {
+    case B::RuntimeOpened: {
+      const auto* e = event.body_as_RuntimeOpened();
+      VTRACE_TRY(descriptor, lift(schema::read_descriptor(e->descriptor())));
+      VTRACE_TRY(policy, enum_of(e->attention_policy(), "attention_policy"));
+      return step::RuntimeOpened{e->registry_name() ? e->registry_name()->str() : "",
+                                 std::move(descriptor), policy};
+    }
+    case B::ForeignObjectSeen: {
+      const auto* e = event.body_as_ForeignObjectSeen();
+      const auto raw = static_cast<std::uint8_t>(e->object());
+      if (raw > static_cast<std::uint8_t>(ObjectKind::kImportSession)) {
+        return std::unexpected(error("has an unknown object kind"));
+      }
+      step::ForeignObjectSeen s{static_cast<ObjectKind>(raw), e->ordinal(), std::nullopt};
+      if (s.kind == ObjectKind::kBuffer) {
+        VTRACE_TRY(d, lift(schema::read_buffer_descriptor(e->buffer_descriptor())));
+        s.descriptor = std::move(d);
+      }
+      return s;
+    }
+    case B::Admit: {
+      const auto* e = event.body_as_Admit();
+      VTRACE_TRY(request, lift(schema::read_buffer_request(e->request())));
+      VTRACE_TRY(out, outcome(e->error()));
+      if (out.has_value() == e->permit_generation().has_value()) {
+        return std::unexpected(error("needs exactly one of `permit_generation` and `error`"));
+      }
+      return step::Admit{std::move(request), opt(e->permit_generation()), std::move(out)};
+    }
+    case B::Allocate: {
+      const auto* e = event.body_as_Allocate();
+      VTRACE_TRY(out, outcome(e->error()));
+      step::Allocate s{e->permit_generation(), opt(e->buffer()), std::nullopt, std::move(out)};
+      if (s.outcome.has_value() == s.buffer.has_value()) {
+        return std::unexpected(error("needs exactly one of `buffer` and `error`"));
+      }
+      if (e->descriptor() != nullptr) {
+        VTRACE_TRY(d, lift(schema::read_buffer_descriptor(e->descriptor())));
+        s.descriptor = std::move(d);
+      }
+      return s;
+    }
+    case B::BufferDescriptorQueried: {
+      const auto* e = event.body_as_BufferDescriptorQueried();
+      VTRACE_TRY(d, lift(schema::read_buffer_descriptor(e->descriptor())));
+      return step::DescriptorQueried{ref(e->buffer()), std::move(d)};
+    }
+    case B::BufferReleased:
+      return step::Released{ObjectKind::kBuffer, event.body_as_BufferReleased()->buffer()};
+    case B::StreamReleased:
+      return step::Released{ObjectKind::kStream, event.body_as_StreamReleased()->stream()};
+    case B::CommandReleased:
+      return step::Released{ObjectKind::kCommand, event.body_as_CommandReleased()->command()};
+    case B::FenceReleased:
+      return step::Released{ObjectKind::kFence, event.body_as_FenceReleased()->fence()};
+    case B::StreamCreated: {
+      const auto* e = event.body_as_StreamCreated();
+      VTRACE_TRY(out, outcome(e->error()));
+      if (out.has_value() == e->stream().has_value()) {
+        return std::unexpected(error("needs exactly one of `stream` and `error`"));
+      }
+      return step::StreamCreated{opt(e->stream()), std::move(out)};
+    }
+    case B::StreamStateQueried: {
+      const auto* e = event.body_as_StreamStateQueried();
+      VTRACE_TRY(state, enum_of(e->state(), "state"));
+      return step::StreamStateQueried{ref(e->stream()), state};
+    }
+    case B::EncodeCopy: {
+      const auto* e = event.body_as_EncodeCopy();
+      VTRACE_TRY(raw, need(e->region(), "region"));
+      VTRACE_TRY(region, lift(schema::from_fb(raw)));
+      VTRACE_TRY(out, outcome(e->error()));
+      return step::EncodeCopy{ref(e->source()), ref(e->destination()), region,
+                              opt(e->command()), std::move(out)};
+    }
+    case B::EncodeUpload: {
+      const auto* e = event.body_as_EncodeUpload();
+      VTRACE_TRY(blob, need(e->payload(), "payload"));
+      VTRACE_TRY(raw, need(e->layout(), "layout"));
+      VTRACE_TRY(layout, lift(schema::from_fb(raw)));
+      VTRACE_TRY(out, outcome(e->error()));
+      return step::EncodeUpload{schema::from_fb(blob), e->payload_bytes(), layout,
+                                ref(e->destination()), e->destination_offset_bytes(),
+                                opt(e->command()), std::move(out)};
+    }
+    case B::EncodeZero: {
+      const auto* e = event.body_as_EncodeZero();
+      VTRACE_TRY(out, outcome(e->error()));
+      return step::EncodeZero{ref(e->destination()), e->destination_offset_bytes(),
+                              e->length_bytes(), opt(e->command()), std::move(out)};
+    }
+    case B::EncodeDenseLinear: {
+      const auto* e = event.body_as_EncodeDenseLinear();
+      step::EncodeDenseLinear s;
+      if (e->launches() != nullptr) {
+        for (const auto* l : *e->launches()) {
+          auto region = [&](const fb::RegionRef& r) {
+            return step::Region{ref(&r.buffer()), r.offset_bytes(), r.length_bytes()};
+          };
+          s.launches.push_back({region(l->input()), region(l->weight()), region(l->output()),
+                                l->rows(), l->in_features(), l->out_features()});
+        }
+      }
+      s.participant_count = e->participant_count();
+      s.token_count = e->token_count();
+      s.command = opt(e->command());
+      VTRACE_TRY(out, outcome(e->error()));
+      s.outcome = std::move(out);
+      return s;
+    }
+    case B::SubmitBegin: {
+      const auto* e = event.body_as_SubmitBegin();
+      step::SubmitBegin s;
+      s.stream = ref(e->stream());
+      if (e->entries() != nullptr) {
+        for (const auto* entry : *e->entries()) {
+          step::Entry out;
+          VTRACE_TRY(phase, enum_of(entry->phase(), "entries.phase"));
+          out.phase = phase;
+          if (entry->node_index().has_value()) out.node_index = *entry->node_index();
+          if (entry->logical_work() != nullptr) {
+            VTRACE_TRY(work, lift(schema::from_fb(*entry->logical_work())));
+            out.logical_work = work;
+          }
+          out.command = ref(entry->command());
+          s.entries.push_back(std::move(out));
+        }
+      }
+      VTRACE_TRY(timing, enum_of(e->timing_mode(), "timing_mode"));
+      VTRACE_TRY(path, enum_of(e->compute_path_requirement(), "compute_path_requirement"));
+      VTRACE_TRY(attribution, enum_of(e->attribution_requirement(), "attribution_requirement"));
+      s.timing = timing;
+      s.path = path;
+      s.attribution = attribution;
+      if (e->declared_eager_indices() != nullptr) {
+        s.declared_eager.assign(e->declared_eager_indices()->begin(),
+                                e->declared_eager_indices()->end());
+      }
+      if (e->reusable_capture() != nullptr) {
+        VTRACE_TRY(capture, lift(schema::read_reusable_capture(e->reusable_capture())));
+        s.capture = std::move(capture);
+      }
+      s.guarded = e->guarded();
+      s.guard_maximum_commands = e->guard_maximum_commands();
+      return s;
+    }
+    case B::SubmitEnd: {
+      const auto* e = event.body_as_SubmitEnd();
+      VTRACE_TRY(out, outcome(e->not_submitted()));
+      step::SubmitEnd s{e->begin_seq(), opt(e->fence()), std::move(out),
+                        e->rejected().has_value()};
+      const int answers = int{s.fence.has_value()} + int{s.not_submitted.has_value()} +
+                          int{s.rejected};
+      if (answers != 1) {
+        return std::unexpected(error("needs exactly one of `fence`, `not_submitted`, `rejected`"));
+      }
+      return s;
+    }
+    case B::SubmissionAttribution: {
+      const auto* e = event.body_as_SubmissionAttribution();
+      VTRACE_TRY(rows, lift(schema::read_attribution(e->rows())));
+      return step::Attribution{ref(e->fence()), std::move(rows)};
+    }
+    case B::QueryFence: {
+      const auto* e = event.body_as_QueryFence();
+      VTRACE_TRY(result, lift(schema::read_fence_query(e->result())));
+      return step::Fence{false, ref(e->fence()), std::move(result)};
+    }
+    case B::WaitFence: {
+      const auto* e = event.body_as_WaitFence();
+      VTRACE_TRY(result, lift(schema::read_fence_wait(e->result())));
+      rt::FenceQuery q = result ? rt::FenceQuery(std::move(*result))
+                                : rt::FenceQuery(std::move(result.error()).into_error());
+      return step::Fence{true, ref(e->fence()), std::move(q)};
+    }
+    case B::Synchronize: {
+      const auto* e = event.body_as_Synchronize();
+      VTRACE_TRY(out, outcome(e->error()));
+      return step::Synchronize{ref(e->stream()), std::move(out)};
+    }
+    case B::Readback: {
+      const auto* e = event.body_as_Readback();
+      VTRACE_TRY(raw_region, need(e->region(), "region"));
+      VTRACE_TRY(region, lift(schema::from_fb(raw_region)));
+      VTRACE_TRY(raw_layout, need(e->layout(), "layout"));
+      VTRACE_TRY(layout, lift(schema::from_fb(raw_layout)));
+      VTRACE_TRY(out, outcome(e->error()));
+      std::optional<schema::BlobId> payload;
+      if (e->payload() != nullptr) payload = schema::from_fb(*e->payload());
+      if (out.has_value() == payload.has_value()) {
+        return std::unexpected(error("needs exactly one of `payload` and `error`"));
+      }
+      return step::Readback{ref(e->stream()), ref(e->source()), region, layout, payload,
+                            e->payload_bytes(), std::move(out)};
+    }
+    case B::DescribeError: {
+      const auto* e = event.body_as_DescribeError();
+      VTRACE_TRY(input, lift(schema::read_error(e->error())));
+      std::optional<rt::DeviceErrorReport> report;
+      if (e->report() != nullptr) {
+        VTRACE_TRY(r, lift(schema::read_error_report(e->report())));
+        report = std::move(r);
+      }
+      return step::DescribeError{std::move(input), std::move(report)};
+    }
+    case B::OptionalCall: {
+      const auto* e = event.body_as_OptionalCall();
+      step::OptionalCall s;
+      s.method = e->method() ? e->method()->str() : "";
+      static const std::set<std::string, std::less<>> kKnown = {
+          "supports_guarded_submission",    "begin_static_weight_import",
+          "configure_reusable_executables", "seal_reusable_executables",
+          "reusable_executable_preparation", "trim_reusable_executables"};
+      if (!kKnown.contains(s.method)) {
+        return std::unexpected(TraceError{
+            TraceErrorKind::kUnknownRequiredEvent,
+            fmt::format("event {} (OptionalCall): this replayer does not re-execute `{}`",
+                        ordinal_, s.method)});
+      }
+      if (s.method == "begin_static_weight_import" && e->supported()) {
+        return std::unexpected(TraceError{
+            TraceErrorKind::kUnknownRequiredEvent,
+            fmt::format("event {} (OptionalCall): static weight import sessions are not "
+                        "replayed by this version",
+                        ordinal_)});
+      }
+      s.stream = ref(e->stream());
+      s.supported = e->supported();
+      s.flag = e->flag();
+      s.plan_maximum_executables = e->plan_maximum_executables();
+      VTRACE_TRY(lifetime, enum_of(e->plan_catalog_lifetime(), "plan_catalog_lifetime"));
+      s.plan_lifetime = lifetime;
+      if (e->preparation() != nullptr) {
+        VTRACE_TRY(p, lift(schema::read_preparation(e->preparation())));
+        s.preparation = p;
+      }
+      if (s.method == "trim_reusable_executables") {
+        s.trim = rt::ReusableExecutionTrim{e->released_executables(), e->released_rejections()};
+      }
+      VTRACE_TRY(out, outcome(e->error()));
+      s.outcome = std::move(out);
+      return s;
+    }
+    case B::CounterSnapshot: {
+      const auto* e = event.body_as_CounterSnapshot();
+      VTRACE_TRY(counters, need(e->counters(), "counters"));
+      return step::Counters{e->after_seq(), schema::from_fb(counters)};
+    }
+    default:
+      break;
+  }
+  if (!event.required()) return step::Skipped{std::string(kind_)};
+  return std::unexpected(TraceError{
+      TraceErrorKind::kUnknownRequiredEvent,
+      fmt::format("event {}: unknown required event kind {}; this replayer cannot reproduce it",
+                  ordinal_, static_cast<unsigned>(event.body_type()))});
+}
+
+#undef VTRACE_TRY
+
+// Checks that every reference names an object created earlier, and collects payload ids.
+class ReferenceCheck {
+ public:
+  std::optional<std::string> visit(const ReplayStepBody& body, std::vector<schema::BlobId>& blobs) {
+    return std::visit([&](const auto& s) { return check(s, blobs); }, body);
+  }
+
+ private:
+  static std::size_t index(ObjectKind k) { return static_cast<std::size_t>(k); }
+  std::optional<std::string> use(const ObjectRef& r, ObjectKind k) {
+    if (r.space == ObjectRef::Space::kNull) return std::nullopt;
+    const auto& set = r.space == ObjectRef::Space::kOwn ? own_[index(k)] : foreign_[index(k)];
+    if (set.contains(r.ordinal)) return std::nullopt;
+    return fmt::format("names {} before any event created it", r.to_string(k));
+  }
+  std::optional<std::string> create(std::optional<std::uint64_t> ordinal, ObjectKind k) {
+    if (ordinal) own_[index(k)].insert(*ordinal);
+    return std::nullopt;
+  }
+  template <typename... R>
+  std::optional<std::string> all(R... results) {
+    std::optional<std::string> first;
+    ((first = first ? first : results), ...);
+    return first;
+  }
+
+  std::optional<std::string> check(const step::ForeignObjectSeen& s, auto&) {
+    foreign_[index(s.kind)].insert(s.ordinal);
+    return std::nullopt;
+  }
+  std::optional<std::string> check(const step::Admit& s, auto&) {
+    if (s.generation) permits_.insert(*s.generation);
+    return std::nullopt;
+  }
+  std::optional<std::string> check(const step::Allocate& s, auto&) {
+    if (!permits_.contains(s.generation)) {
+      return fmt::format("allocates with permit generation {}, which no Admit returned",
+                         s.generation);
+    }
+    return create(s.buffer, ObjectKind::kBuffer);
+  }
+  std::optional<std::string> check(const step::DescriptorQueried& s, auto&) {
+    return use(s.buffer, ObjectKind::kBuffer);
+  }
+  std::optional<std::string> check(const step::Released& s, auto&) {
+    return use({s.ordinal, ObjectRef::Space::kOwn}, s.kind);
+  }
+  std::optional<std::string> check(const step::StreamCreated& s, auto&) {
+    return create(s.stream, ObjectKind::kStream);
+  }
+  std::optional<std::string> check(const step::StreamStateQueried& s, auto&) {
+    return use(s.stream, ObjectKind::kStream);
+  }
+  std::optional<std::string> check(const step::EncodeCopy& s, auto&) {
+    return all(use(s.source, ObjectKind::kBuffer), use(s.destination, ObjectKind::kBuffer),
+               create(s.command, ObjectKind::kCommand));
+  }
+  std::optional<std::string> check(const step::EncodeUpload& s, auto& blobs) {
+    blobs.push_back(s.payload);
+    return all(use(s.destination, ObjectKind::kBuffer), create(s.command, ObjectKind::kCommand));
+  }
+  std::optional<std::string> check(const step::EncodeZero& s, auto&) {
+    return all(use(s.destination, ObjectKind::kBuffer), create(s.command, ObjectKind::kCommand));
+  }
+  std::optional<std::string> check(const step::EncodeDenseLinear& s, auto&) {
+    for (const auto& l : s.launches) {
+      for (const auto* r : {&l.input, &l.weight, &l.output}) {
+        if (auto bad = use(r->buffer, ObjectKind::kBuffer)) return bad;
+      }
+    }
+    return create(s.command, ObjectKind::kCommand);
+  }
+  std::optional<std::string> check(const step::SubmitBegin& s, auto&) {
+    if (auto bad = use(s.stream, ObjectKind::kStream)) return bad;
+    for (const auto& e : s.entries) {
+      if (auto bad = use(e.command, ObjectKind::kCommand)) return bad;
+    }
+    return std::nullopt;
+  }
+  std::optional<std::string> check(const step::SubmitEnd& s, auto&) {
+    if (!begins_.contains(s.begin_seq)) {
+      return fmt::format("ends submit {}, which is not a SubmitBegin before it", s.begin_seq);
+    }
+    return create(s.fence, ObjectKind::kFence);
+  }
+  std::optional<std::string> check(const step::Attribution& s, auto&) {
+    return use(s.fence, ObjectKind::kFence);
+  }
+  std::optional<std::string> check(const step::Fence& s, auto&) {
+    return use(s.fence, ObjectKind::kFence);
+  }
+  std::optional<std::string> check(const step::Synchronize& s, auto&) {
+    return use(s.stream, ObjectKind::kStream);
+  }
+  std::optional<std::string> check(const step::Readback& s, auto& blobs) {
+    if (s.payload) blobs.push_back(*s.payload);
+    return all(use(s.stream, ObjectKind::kStream), use(s.source, ObjectKind::kBuffer));
+  }
+  std::optional<std::string> check(const step::OptionalCall& s, auto&) {
+    return use(s.stream, ObjectKind::kStream);
+  }
+  std::optional<std::string> check(const auto&, auto&) { return std::nullopt; }
+
+ public:
+  std::set<std::uint64_t> begins_;
+
+ private:
+  std::array<std::set<std::uint64_t>, 5> own_;
+  std::array<std::set<std::uint64_t>, 5> foreign_;
+  std::set<std::uint64_t> permits_;
+};
+
+}  // namespace
+
+TraceResult<ReplayPlan> ReplayPlan::build(schema::TraceReader& reader) {
+  ReplayPlan plan;
+  plan.trace_complete_ = reader.complete();
+  if (const auto* metadata = schema::read_trace_metadata(reader.header().metadata);
+      metadata != nullptr && metadata->runtime_name() != nullptr) {
+    plan.recorded_runtime_ = metadata->runtime_name()->str();
+  }
+  ReferenceCheck references;
+  std::vector<schema::BlobId> blobs;
+  std::optional<TraceError> failure;
+  plan.steps_.reserve(reader.event_count());
+  auto visited = reader.visit_events(
+      0, reader.event_count(), [&](std::uint64_t ordinal, std::span<const std::uint8_t> bytes) {
+        const fb::Event* event = schema::event_of(bytes);
+        const std::string_view kind = schema::event_kind_name(*event);
+        if (event->seq() != ordinal) {
+          failure = corrupt(ordinal, kind, fmt::format("has sequence number {}", event->seq()));
+          return false;
+        }
+        Decoder decoder(ordinal, kind);
+        auto body = decoder.decode(*event);
+        if (!body) {
+          failure = body.error();
+          return false;
+        }
+        if (std::holds_alternative<step::SubmitBegin>(*body)) references.begins_.insert(ordinal);
+        if (auto bad = references.visit(*body, blobs)) {
+          failure = corrupt(ordinal, kind, *bad);
+          return false;
+        }
+        if (const auto* opened = std::get_if<step::RuntimeOpened>(&*body);
+            opened != nullptr && plan.recorded_runtime_.empty()) {
+          plan.recorded_runtime_ = opened->registry_name;
+        }
+        plan.steps_.push_back({ordinal, std::string(kind), std::move(*body)});
+        return true;
+      });
+  if (!visited) return std::unexpected(visited.error());
+  if (failure) return std::unexpected(*failure);
+
+  for (const auto& id : blobs) {
+    if (plan.payloads_.contains(id)) continue;
+    auto bytes = reader.blob(id);
+    if (!bytes) return std::unexpected(bytes.error());
+    plan.payload_bytes_ += bytes->size();
+    plan.payloads_.emplace(id, std::move(*bytes));
+  }
+  return plan;
+}
+
+}  // namespace vtrace::replayer

@@ -1,0 +1,57 @@
+#include "vtrace/replayer/replay_trace.h"
+
+#include <fmt/format.h>
+
+namespace vtrace::replayer {
+
+namespace rt = vtrace::runtime;
+
+std::expected<ReplayReport, ReplayFailure> replay_trace(const std::filesystem::path& trace,
+                                                        const ReplayTraceOptions& options,
+                                                        const rt::RuntimeRegistry& registry,
+                                                        ReplayObserver* observer) {
+  using Kind = ReplayFailure::Kind;
+  auto reader = schema::TraceReader::open(trace);
+  if (!reader) return std::unexpected(ReplayFailure{Kind::kTrace, reader.error().message});
+  auto plan = ReplayPlan::build(**reader);
+  if (!plan) {
+    return std::unexpected(
+        ReplayFailure{Kind::kTrace, fmt::format("{}: {}", trace.string(), plan.error().message)});
+  }
+  ReplayOptions replay = options.replay;
+  const std::uint64_t events = plan->steps().size();
+  if (replay.first_event > events ||
+      (replay.end_event != std::numeric_limits<std::uint64_t>::max() &&
+       (replay.end_event > events || replay.end_event <= replay.first_event))) {
+    return std::unexpected(ReplayFailure{
+        Kind::kUsage,
+        fmt::format("{}: the event range {}:{} is not inside the trace's {} events", trace.string(),
+                    replay.first_event,
+                    replay.end_event == std::numeric_limits<std::uint64_t>::max()
+                        ? std::string("end")
+                        : std::to_string(replay.end_event),
+                    events)});
+  }
+
+  std::string name = options.runtime.empty() ? plan->recorded_runtime() : options.runtime;
+  if (name.empty()) name = "reference";
+  auto runtime = registry.open(name, {"device.vtrace.0"});
+  if (!runtime) {
+    return std::unexpected(ReplayFailure{
+        Kind::kRuntimeUnavailable, fmt::format("runtime `{}` cannot be opened: {}", name,
+                                               runtime.error().message())});
+  }
+  // Foreign objects of the recording came from another instance of the same kind.
+  auto auxiliary = registry.open(name, {"device.vtrace.1"});
+  if (!auxiliary) {
+    return std::unexpected(ReplayFailure{
+        Kind::kRuntimeUnavailable,
+        fmt::format("a second instance of runtime `{}` (for foreign objects) cannot be opened: {}",
+                    name, auxiliary.error().message())});
+  }
+  if (replay.trace_label.empty()) replay.trace_label = trace.string();
+  if (replay.runtime_name.empty()) replay.runtime_name = name;
+  return replay_plan(*plan, **runtime, **auxiliary, replay, observer);
+}
+
+}  // namespace vtrace::replayer
