@@ -552,11 +552,13 @@ RecorderCloseResult RecordingRuntime::close() {
   const bool was_active = s.active.exchange(false);
   auto summary = s.build_summary_locked();
   auto closed = s.writer->close(summary);
-  if (!was_active && s.first_error) {
-    s.close_result = std::unexpected(*s.first_error);
-  } else if (!closed) {
-    s.first_error = closed.error();
+  // The writer reports the original sink error; the recorder may only have seen the
+  // kWriterFailed of a later call.
+  if (!closed) {
+    if (!s.first_error) s.first_error = closed.error();
     s.close_result = std::unexpected(closed.error());
+  } else if (!was_active && s.first_error) {
+    s.close_result = std::unexpected(*s.first_error);
   } else {
     s.close_result = *closed;
   }

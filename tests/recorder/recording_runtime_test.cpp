@@ -1,0 +1,620 @@
+#include <catch2/catch.hpp>
+
+// The checks below chain FlatBuffers accessors (event->error()->kind()) on verified records; a
+// missing field makes the test fail loudly, which is what it should do. gcc's -Wnull-dereference
+// cannot see that and flags every chain after inlining.
+#pragma GCC diagnostic ignored "-Wnull-dereference"
+
+#include <cstdlib>
+#include <filesystem>
+#include <set>
+#include <thread>
+
+#include <unistd.h>
+
+#include "recorder_test_support.h"
+#include "vtrace/recorder/open.h"
+
+using namespace vtrace::recorder::testing;
+using vtrace::recorder::RecorderOptions;
+using vtrace::recorder::RecordingRuntime;
+namespace schema = vtrace::schema;
+
+namespace {
+
+std::string str(const flatbuffers::String* s) { return s ? s->str() : std::string(); }
+
+// Runs a scripted session that reaches every event kind, including failures and foreign handles.
+// Returns what the product saw, for comparison with the trace.
+struct ScriptOutcome {
+  std::uint64_t permit_generation = 0;
+  std::vector<std::uint8_t> uploaded;
+  std::vector<std::uint8_t> readback;
+  vtrace::runtime::CounterSnapshot counters_after_submit;
+  std::string describe_code;
+};
+
+ScriptOutcome run_script(RecordingRuntime& rec, vtrace::runtime::DeviceRuntime& other) {
+  namespace rt = vtrace::runtime;
+  ScriptOutcome out;
+  // Admission: one success, one over capacity.
+  auto permit = rec.admit(request(64, rt::ElementType::kF16, "resource.a"));
+  REQUIRE(permit.has_value());
+  out.permit_generation = permit->generation();
+  REQUIRE_FALSE(rec.admit(request(1ull << 40, rt::ElementType::kU8)).has_value());
+  auto a = rec.allocate(std::move(*permit));
+  REQUIRE(a.has_value());
+  // A permit consumed before allocate: allocate fails.
+  auto spent = rec.admit(request(32, rt::ElementType::kU8));
+  REQUIRE(spent.has_value());
+  REQUIRE(spent->into_parts().has_value());
+  REQUIRE_FALSE(rec.allocate(std::move(*spent)).has_value());
+  auto b = allocate(rec, 64, rt::ElementType::kF16, "resource.b");
+  REQUIRE(rec.buffer_descriptor(**a).size_bytes == 64);
+
+  auto stream = rec.create_stream();
+  REQUIRE(stream.has_value());
+  REQUIRE(rec.stream_state(**stream) == rt::StreamState::kReady);
+
+  out.uploaded = f16_bytes({1.0f, 2.0f, 3.0f, 4.0f});
+  auto upload = rec.encode_upload(out.uploaded, layout(rt::ElementType::kF16, 4), **a, 0);
+  REQUIRE(upload.has_value());
+  // Byte count disagreeing with the layout.
+  REQUIRE_FALSE(rec.encode_upload(out.uploaded, layout(rt::ElementType::kF16, 3), **a, 0));
+  auto zero = rec.encode_zero(*b, 0, 64);
+  REQUIRE(zero.has_value());
+  auto copy = rec.encode_copy(**a, *b, region(0, 8, 8));
+  REQUIRE(copy.has_value());
+  REQUIRE_FALSE(rec.encode_copy(**a, *b, region(60, 0, 8)).has_value());
+
+  // A foreign buffer: made by another runtime instance.
+  auto foreign = allocate(other, 48, rt::ElementType::kF16, "resource.foreign");
+  auto foreign_copy = rec.encode_copy(*foreign, *b, region(0, 0, 8));
+  REQUIRE(foreign_copy.has_value());  // the reference runtime refuses it at submit
+  REQUIRE_FALSE(rec.submit(**stream, rt::CommandBatch::singleton(std::move(*foreign_copy))));
+
+  // A command dropped without being submitted.
+  { auto dropped = rec.encode_zero(*b, 0, 2); REQUIRE(dropped.has_value()); }
+
+  // Dense linear: out[1][2] = in[1][4] x w[2][4]^T; w lives in a (first 16 bytes), in/out in b.
+  const rt::DenseLinearLaunch launch{{b.get(), 32, 8}, {a->get(), 0, 16}, {b.get(), 48, 4},
+                                     1, 4, 2};
+  auto linear = rec.encode_dense_linear(rt::DenseLinearRequest{{&launch, 1}, 1, 1});
+  REQUIRE(linear.has_value());
+
+  rt::CommandBatch batch;
+  batch.push_initialization(std::move(*upload));
+  batch.push_initialization(std::move(*zero));
+  batch.push_node_initialization(3, *rt::LogicalWork::create(rt::BatchingForm::kScalar, 1, 1),
+                                 std::move(*copy));
+  batch.push_compute(std::move(*linear));
+  batch.require_logical_execution_path_attribution();
+  auto fence = rec.submit(**stream, std::move(batch));
+  REQUIRE(fence.has_value());
+  out.counters_after_submit = *rec.counter_snapshot();
+  (void)rec.submission_attribution(**fence);
+  REQUIRE_FALSE(rt::is_pending(rec.query_fence(**fence)));
+  REQUIRE(rec.wait_fence(**fence).has_value());
+  REQUIRE(rec.synchronize(**stream).has_value());
+
+  // A submit on another runtime's stream: DefinitelyNotSubmitted.
+  auto other_stream = other.create_stream();
+  REQUIRE(other_stream.has_value());
+  auto z2 = rec.encode_zero(*b, 0, 2);
+  REQUIRE(z2.has_value());
+  REQUIRE_FALSE(rec.submit(**other_stream, rt::CommandBatch::singleton(std::move(*z2))));
+
+  auto back = rec.readback(**stream, **a, region(0, 0, 8), layout(rt::ElementType::kF16, 4));
+  REQUIRE(back.has_value());
+  out.readback = *back;
+  REQUIRE_FALSE(rec.readback(**stream, **a, region(0, 0, 8), layout(rt::ElementType::kU8, 8)));
+
+  auto report = rec.describe_error(rt::RuntimeError(rt::ErrorKind::kCopyOutOfBounds, "oops"));
+  REQUIRE(report.has_value());
+  out.describe_code = report->code();
+
+  // Optional methods (the reference runtime keeps the spec's defaults).
+  REQUIRE_FALSE(rec.begin_static_weight_import().has_value());
+  REQUIRE_FALSE(rec.supports_guarded_submission());
+  auto plan = rt::ReusableExecutionPlan::create(4);
+  REQUIRE(plan.has_value());
+  REQUIRE(rec.configure_reusable_executables(**stream, *plan).has_value());
+  auto z3 = rec.encode_zero(*b, 0, 2);
+  REQUIRE(z3.has_value());
+  std::vector<rt::CommandPtr> to_coalesce;
+  to_coalesce.push_back(std::move(*z3));
+  auto coalesced = rec.coalesce_program_bindings(std::move(to_coalesce));
+  REQUIRE(coalesced.has_value());
+  REQUIRE(coalesced->size() == 1);
+  auto guarded = rec.submit_guarded(**stream, rt::CommandBatch::singleton(std::move((*coalesced)[0])),
+                                    rt::SubmissionGuard{8});
+  REQUIRE_FALSE(guarded.has_value());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("a recorded session stores every event kind with its inputs and outcome") {
+  namespace rt = vtrace::runtime;
+  auto sink = std::make_shared<MemorySink::State>();
+  ScriptOutcome outcome;
+  {
+    auto other = make_reference("device.recorder.other");
+    RecorderOptions options;
+    options.workload_description = "scripted round trip";
+    auto rec = record_to_memory(make_reference(), sink, options);
+    outcome = run_script(*rec, *other);
+    auto closed = rec->close();
+    REQUIRE(closed.has_value());
+    CHECK(closed->events == rec->events_recorded());
+    CHECK_FALSE(rec->recording_failed());
+  }
+  auto trace = read_trace(sink->copy());
+  REQUIRE(trace.reader->complete());
+
+  // Every kind this build defines appears.
+  std::set<std::string> seen;
+  for (const auto& [kind, count] : trace.counts()) seen.insert(kind);
+  for (auto k = static_cast<unsigned>(fb::EventBody::MIN) + 1;
+       k <= static_cast<unsigned>(fb::EventBody::MAX); ++k) {
+    INFO("event kind " << schema::event_kind_name(static_cast<fb::EventBody>(k)));
+    CHECK(seen.count(std::string(schema::event_kind_name(static_cast<fb::EventBody>(k)))) == 1);
+  }
+  // Sequence numbers are the record ordinals; every event is required.
+  for (std::size_t i = 0; i < trace.records.size(); ++i) {
+    CHECK(trace.event(i).seq() == i);
+    CHECK(trace.event(i).required());
+  }
+
+  // Header metadata.
+  const auto* meta = schema::read_trace_metadata(trace.reader->header().metadata);
+  REQUIRE(meta != nullptr);
+  CHECK(str(meta->runtime_name()) == "reference");
+  CHECK(str(meta->workload_description()) == "scripted round trip");
+  auto descriptor = schema::read_descriptor(meta->descriptor());
+  REQUIRE(descriptor.has_value());
+  CHECK(descriptor->id.str() == "device.recorder.test.0");
+
+  const auto* opened = trace.event(0).body_as_RuntimeOpened();
+  REQUIRE(opened != nullptr);
+  CHECK(str(opened->registry_name()) == "reference");
+
+  auto admits = trace.all<fb::Admit>(fb::EventBody::Admit);
+  REQUIRE(admits.size() == 4);
+  CHECK(admits[0]->permit_generation() == outcome.permit_generation);
+  CHECK(admits[0]->error() == nullptr);
+  CHECK(str(admits[0]->request()->resource_id()) == "resource.a");
+  CHECK_FALSE(admits[1]->permit_generation().has_value());
+  CHECK(str(admits[1]->error()->kind()) == "admission_over_capacity");
+
+  auto allocs = trace.all<fb::Allocate>(fb::EventBody::Allocate);
+  REQUIRE(allocs.size() == 3);
+  CHECK(allocs[0]->buffer() == 0u);
+  CHECK(allocs[0]->descriptor()->size_bytes() == 64);
+  CHECK(allocs[0]->descriptor()->element_type() == fb::ElementType::F16);
+  CHECK(allocs[1]->request() == nullptr);  // consumed permit
+  CHECK(allocs[1]->error() != nullptr);
+  CHECK(allocs[2]->buffer() == 1u);
+
+  auto queried = trace.all<fb::BufferDescriptorQueried>(fb::EventBody::BufferDescriptorQueried);
+  REQUIRE_FALSE(queried.empty());
+  CHECK(queried[0]->buffer()->ordinal() == 0);
+  CHECK(queried[0]->buffer()->space() == fb::RefSpace::Own);
+
+  auto streams = trace.all<fb::StreamCreated>(fb::EventBody::StreamCreated);
+  REQUIRE(streams.size() == 1);
+  CHECK(streams[0]->stream() == 0u);
+  auto states = trace.all<fb::StreamStateQueried>(fb::EventBody::StreamStateQueried);
+  REQUIRE(states.size() == 1);
+  CHECK(states[0]->state() == fb::StreamState::Ready);
+
+  auto uploads = trace.all<fb::EncodeUpload>(fb::EventBody::EncodeUpload);
+  REQUIRE(uploads.size() == 2);
+  CHECK(uploads[0]->command() == 0u);
+  CHECK(uploads[0]->layout()->element_count() == 4);
+  CHECK(uploads[0]->payload_bytes() == 8);
+  auto payload = trace.reader->blob(schema::from_fb(*uploads[0]->payload()));
+  REQUIRE(payload.has_value());
+  CHECK(*payload == outcome.uploaded);
+  CHECK(str(uploads[1]->error()->kind()) == "upload_byte_count_mismatch");
+  CHECK_FALSE(uploads[1]->command().has_value());
+
+  auto zeros = trace.all<fb::EncodeZero>(fb::EventBody::EncodeZero);
+  REQUIRE(zeros.size() >= 2);
+  CHECK(zeros[0]->destination()->ordinal() == 1);
+  CHECK(zeros[0]->length_bytes() == 64);
+
+  auto copies = trace.all<fb::EncodeCopy>(fb::EventBody::EncodeCopy);
+  REQUIRE(copies.size() == 3);
+  CHECK(copies[0]->region()->destination_offset_bytes() == 8);
+  CHECK(str(copies[1]->error()->kind()) == "copy_out_of_bounds");
+  CHECK(copies[2]->source()->space() == fb::RefSpace::Foreign);
+  CHECK(copies[2]->source()->ordinal() == 0);
+  CHECK(copies[2]->command() == 3u);
+
+  auto foreign = trace.all<fb::ForeignObjectSeen>(fb::EventBody::ForeignObjectSeen);
+  REQUIRE(foreign.size() == 2);  // the buffer, then the stream
+  CHECK(foreign[0]->object() == fb::ObjectKind::Buffer);
+  CHECK(foreign[0]->buffer_descriptor()->size_bytes() == 48);
+  CHECK(str(foreign[0]->buffer_descriptor()->resource_id()) == "resource.foreign");
+  CHECK(foreign[1]->object() == fb::ObjectKind::Stream);
+
+  auto released_cmds = trace.all<fb::CommandReleased>(fb::EventBody::CommandReleased);
+  REQUIRE(released_cmds.size() == 1);
+
+  auto linears = trace.all<fb::EncodeDenseLinear>(fb::EventBody::EncodeDenseLinear);
+  REQUIRE(linears.size() == 1);
+  REQUIRE(linears[0]->launches()->size() == 1);
+  CHECK(linears[0]->launches()->Get(0)->weight().buffer().ordinal() == 0);
+  CHECK(linears[0]->launches()->Get(0)->output().offset_bytes() == 48);
+  CHECK(linears[0]->launches()->Get(0)->in_features() == 4);
+  CHECK(linears[0]->participant_count() == 1);
+
+  auto begins = trace.all<fb::SubmitBegin>(fb::EventBody::SubmitBegin);
+  auto ends = trace.all<fb::SubmitEnd>(fb::EventBody::SubmitEnd);
+  REQUIRE(begins.size() == 4);
+  REQUIRE(ends.size() == 4);
+  REQUIRE(begins[0]->entries()->size() == 1);
+  CHECK(begins[0]->entries()->Get(0)->command()->ordinal() == 3);
+  CHECK(str(ends[0]->not_submitted()->kind()) == "foreign_buffer_in_command");
+  CHECK_FALSE(ends[0]->fence().has_value());
+  REQUIRE(begins[1]->entries()->size() == 4);
+  CHECK(begins[1]->entries()->Get(2)->node_index() == 3u);
+  CHECK(begins[1]->entries()->Get(2)->logical_work()->participant_count() == 1);
+  CHECK(begins[1]->entries()->Get(3)->phase() == fb::CommandPhase::Compute);
+  CHECK(begins[1]->attribution_requirement() == fb::AttributionRequirement::LogicalExecutionPath);
+  CHECK(ends[1]->fence() == 0u);
+  CHECK(begins[2]->stream()->space() == fb::RefSpace::Foreign);
+  CHECK(str(ends[2]->not_submitted()->kind()) == "foreign_stream");
+  CHECK(begins[3]->guarded());
+  CHECK(begins[3]->guard_maximum_commands() == 8);
+  CHECK(ends[3]->rejected() == fb::GuardedRejection::AttributionUnavailable);
+  // SubmitEnd names its SubmitBegin, which comes first.
+  for (std::size_t i = 0; i < trace.records.size(); ++i) {
+    if (const auto* end = trace.event(i).body_as_SubmitEnd()) {
+      REQUIRE(end->begin_seq() < i);
+      CHECK(trace.event(end->begin_seq()).body_type() == fb::EventBody::SubmitBegin);
+    }
+  }
+
+  auto snapshots = trace.all<fb::CounterSnapshot>(fb::EventBody::CounterSnapshot);
+  REQUIRE(snapshots.size() == 6);  // 4 submits, 2 readbacks
+  CHECK(schema::from_fb(*snapshots[1]->counters()) == outcome.counters_after_submit);
+  CHECK(trace.event(snapshots[1]->after_seq()).body_type() == fb::EventBody::SubmitEnd);
+
+  auto attribution =
+      trace.all<fb::SubmissionAttribution>(fb::EventBody::SubmissionAttribution);
+  REQUIRE(attribution.size() == 1);
+  auto rows = schema::read_attribution(attribution[0]->rows());
+  REQUIRE(rows.has_value());
+
+  auto queries = trace.all<fb::QueryFence>(fb::EventBody::QueryFence);
+  REQUIRE(queries.size() == 1);
+  CHECK(queries[0]->result()->kind() == fb::FenceResultKind::Terminal);
+  auto waits = trace.all<fb::WaitFence>(fb::EventBody::WaitFence);
+  REQUIRE(waits.size() == 1);
+  auto wait = schema::read_fence_wait(waits[0]->result());
+  REQUIRE(wait.has_value());
+  CHECK(wait->has_value());
+
+  auto syncs = trace.all<fb::Synchronize>(fb::EventBody::Synchronize);
+  REQUIRE(syncs.size() == 1);
+  CHECK(syncs[0]->error() == nullptr);
+
+  auto readbacks = trace.all<fb::Readback>(fb::EventBody::Readback);
+  REQUIRE(readbacks.size() == 2);
+  auto back = trace.reader->blob(schema::from_fb(*readbacks[0]->payload()));
+  REQUIRE(back.has_value());
+  CHECK(*back == outcome.readback);
+  CHECK(readbacks[1]->payload() == nullptr);
+  CHECK(str(readbacks[1]->error()->kind()) == "readback_element_type_mismatch");
+
+  auto describes = trace.all<fb::DescribeError>(fb::EventBody::DescribeError);
+  REQUIRE(describes.size() == 1);
+  CHECK(str(describes[0]->error()->kind()) == "copy_out_of_bounds");
+  CHECK(str(describes[0]->report()->code()) == outcome.describe_code);
+
+  auto optionals = trace.all<fb::OptionalCall>(fb::EventBody::OptionalCall);
+  std::vector<std::string> methods;
+  for (const auto* o : optionals) methods.push_back(str(o->method()));
+  CHECK(methods == std::vector<std::string>{"begin_static_weight_import",
+                                            "supports_guarded_submission",
+                                            "configure_reusable_executables",
+                                            "coalesce_program_bindings"});
+  CHECK_FALSE(optionals[0]->supported());
+  CHECK(optionals[2]->plan_maximum_executables() == 4);
+  CHECK(optionals[2]->preparation()->state() == fb::ReusableExecutionState::Unsupported);
+  REQUIRE(optionals[3]->commands_in()->size() == 1);
+  REQUIRE(optionals[3]->commands_out()->size() == 1);
+
+  // Handles released when the script's scope ended.
+  CHECK(trace.all<fb::BufferReleased>(fb::EventBody::BufferReleased).size() == 2);
+  CHECK(trace.all<fb::StreamReleased>(fb::EventBody::StreamReleased).size() == 1);
+  CHECK(trace.all<fb::FenceReleased>(fb::EventBody::FenceReleased).size() == 1);
+
+  // The footer summary agrees with the events.
+  const auto* summary = schema::read_trace_summary(trace.reader->summary());
+  REQUIRE(summary != nullptr);
+  CHECK(summary->events() == trace.records.size());
+  CHECK(summary->submits() == 4);
+  std::size_t summed = 0;
+  for (const auto* c : *summary->event_counts()) summed += c->count();
+  CHECK(summed == trace.records.size());
+}
+
+TEST_CASE("recording the same workload twice gives byte-identical traces") {
+  auto first = std::make_shared<MemorySink::State>();
+  auto second = std::make_shared<MemorySink::State>();
+  for (const auto& sink : {first, second}) {
+    auto rec = record_to_memory(make_reference(), sink);
+    (void)run_small_workload(*rec);
+    REQUIRE(rec->close().has_value());
+  }
+  REQUIRE(first->copy().size() > 0);
+  CHECK(first->copy() == second->copy());
+}
+
+TEST_CASE("recording does not change the results the product sees") {
+  auto raw = make_reference();
+  const auto plain = run_small_workload(*raw, 32, 3, 4);
+  auto sink = std::make_shared<MemorySink::State>();
+  auto rec = record_to_memory(make_reference(), sink);
+  const auto recorded = run_small_workload(*rec, 32, 3, 4);
+  CHECK(recorded.readbacks == plain.readbacks);
+  CHECK(recorded.errors == plain.errors);
+  REQUIRE(plain.counters.has_value());
+  CHECK(recorded.counters == plain.counters);
+  REQUIRE(rec->close().has_value());
+  // And the trace holds what the product saw.
+  auto trace = read_trace(sink->copy());
+  auto readbacks = trace.all<fb::Readback>(fb::EventBody::Readback);
+  std::vector<std::vector<std::uint8_t>> stored;
+  for (const auto* r : readbacks) {
+    if (r->payload() == nullptr) continue;
+    auto bytes = trace.reader->blob(schema::from_fb(*r->payload()));
+    REQUIRE(bytes.has_value());
+    stored.push_back(*bytes);
+  }
+  CHECK(stored == plain.readbacks);
+}
+
+TEST_CASE("a trace that cannot be written reports the failure at close and changes nothing") {
+  auto raw = make_reference();
+  const auto plain = run_small_workload(*raw);
+  auto sink = schema::open_raw_file_sink("/dev/full");
+  REQUIRE(sink.has_value());
+  auto created = RecordingRuntime::create(make_reference(), "reference", std::move(*sink));
+  REQUIRE(created.has_value());
+  auto& rec = **created;
+  const auto recorded = run_small_workload(rec);
+  CHECK(recorded.readbacks == plain.readbacks);
+  CHECK(recorded.errors == plain.errors);
+  CHECK(recorded.counters == plain.counters);
+  auto closed = rec.close();
+  REQUIRE_FALSE(closed.has_value());
+  CHECK(closed.error().kind == schema::TraceErrorKind::kIo);
+  CHECK(rec.recording_failed());
+  // close() is idempotent: the same failure again.
+  auto again = rec.close();
+  REQUIRE_FALSE(again.has_value());
+  CHECK(again.error().message == closed.error().message);
+}
+
+TEST_CASE("four threads recording at once lose no event") {
+  namespace rt = vtrace::runtime;
+  constexpr int kThreads = 4;
+  constexpr int kIterations = 25;
+  auto sink = std::make_shared<MemorySink::State>();
+  auto rec = record_to_memory(make_reference(), sink);
+  {
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&rec, t] {
+        auto stream = rec->create_stream();
+        auto buffer = rec->admit(request(64, rt::ElementType::kU8));
+        if (!stream || !buffer) return;
+        auto storage = rec->allocate(std::move(*buffer));
+        if (!storage) return;
+        for (int i = 0; i < kIterations; ++i) {
+          std::vector<std::uint8_t> bytes(64, static_cast<std::uint8_t>(t * 100 + i));
+          auto up = rec->encode_upload(bytes, *rt::HostTransferLayout::create(rt::ElementType::kU8, 64),
+                                       **storage, 0);
+          if (!up) return;
+          auto fence = rec->submit(**stream, rt::CommandBatch::singleton(std::move(*up)));
+          if (!fence) return;
+          if (!rec->wait_fence(**fence)) return;
+          auto back = rec->readback(**stream, **storage, *rt::CopyRegion::create(0, 0, 64),
+                                    *rt::HostTransferLayout::create(rt::ElementType::kU8, 64));
+          if (!back || *back != bytes) return;
+        }
+      });
+    }
+    for (auto& th : threads) th.join();
+  }
+  REQUIRE(rec->close().has_value());
+  auto trace = read_trace(sink->copy());
+  for (std::size_t i = 0; i < trace.records.size(); ++i) REQUIRE(trace.event(i).seq() == i);
+  auto counts = trace.counts();
+  CHECK(counts["StreamCreated"] == kThreads);
+  CHECK(counts["Admit"] == kThreads);
+  CHECK(counts["Allocate"] == kThreads);
+  CHECK(counts["EncodeUpload"] == kThreads * kIterations);
+  CHECK(counts["SubmitBegin"] == kThreads * kIterations);
+  CHECK(counts["SubmitEnd"] == kThreads * kIterations);
+  CHECK(counts["WaitFence"] == kThreads * kIterations);
+  CHECK(counts["Readback"] == kThreads * kIterations);
+  CHECK(counts["FenceReleased"] == kThreads * kIterations);
+  CHECK(counts["CounterSnapshot"] == 2 * kThreads * kIterations);
+  CHECK(counts["BufferReleased"] == kThreads);
+  CHECK(counts["StreamReleased"] == kThreads);
+  // Per stream: each thread's submits and readbacks add up to its iterations.
+  std::map<std::uint64_t, int> submits_per_stream;
+  std::map<std::uint64_t, int> readbacks_per_stream;
+  for (const auto* b : trace.all<fb::SubmitBegin>(fb::EventBody::SubmitBegin)) {
+    ++submits_per_stream[b->stream()->ordinal()];
+  }
+  for (const auto* r : trace.all<fb::Readback>(fb::EventBody::Readback)) {
+    ++readbacks_per_stream[r->stream()->ordinal()];
+  }
+  REQUIRE(submits_per_stream.size() == kThreads);
+  for (const auto& [stream, n] : submits_per_stream) CHECK(n == kIterations);
+  for (const auto& [stream, n] : readbacks_per_stream) CHECK(n == kIterations);
+  std::size_t total = 0;
+  for (const auto& [kind, n] : counts) total += n;
+  CHECK(total == trace.records.size());
+  CHECK(trace.records.size() == rec->events_recorded());
+}
+
+namespace {
+
+// A runtime that forwards to the reference runtime and, inside submit, reads the trace recorded
+// so far: the recorder's intent event must already be there, before the submit returns.
+class PeekingRuntime final : public vtrace::runtime::DeviceRuntime {
+ public:
+  PeekingRuntime(std::unique_ptr<vtrace::runtime::DeviceRuntime> inner,
+                 std::shared_ptr<MemorySink::State> sink)
+      : inner_(std::move(inner)), sink_(std::move(sink)) {}
+  std::vector<std::string> last_kind_seen_in_submit;
+
+  const rt::DeviceDescriptor& descriptor() const override { return inner_->descriptor(); }
+  rt::AttentionExecutionPolicy attention_execution_policy() const override {
+    return inner_->attention_execution_policy();
+  }
+  rt::Result<rt::AllocationPermit> admit(const rt::BufferRequest& r) override {
+    return inner_->admit(r);
+  }
+  rt::Result<rt::BufferPtr> allocate(rt::AllocationPermit p) override {
+    return inner_->allocate(std::move(p));
+  }
+  rt::BufferDescriptor buffer_descriptor(const rt::Buffer& b) const override {
+    return inner_->buffer_descriptor(b);
+  }
+  rt::Result<rt::StreamPtr> create_stream() override { return inner_->create_stream(); }
+  rt::StreamState stream_state(const rt::Stream& s) const override {
+    return inner_->stream_state(s);
+  }
+  rt::Result<rt::CommandPtr> encode_copy(const rt::Buffer& s, const rt::Buffer& d,
+                                         const rt::CopyRegion& r) override {
+    return inner_->encode_copy(s, d, r);
+  }
+  rt::Result<rt::CommandPtr> encode_upload(std::span<const std::uint8_t> s,
+                                           const rt::HostTransferLayout& l, const rt::Buffer& d,
+                                           std::uint64_t o) override {
+    return inner_->encode_upload(s, l, d, o);
+  }
+  rt::Result<rt::CommandPtr> encode_zero(const rt::Buffer& d, std::uint64_t o,
+                                         std::uint64_t n) override {
+    return inner_->encode_zero(d, o, n);
+  }
+  rt::Result<rt::CommandPtr> encode_dense_linear(const rt::DenseLinearRequest& r) override {
+    return inner_->encode_dense_linear(r);
+  }
+  std::expected<rt::FencePtr, rt::DefinitelyNotSubmitted> submit(rt::Stream& s,
+                                                                 rt::CommandBatch b) override {
+    // What a crash here would leave behind: the bytes written so far, read as a recovered file.
+    auto reader = vtrace::schema::TraceReader::open(
+        vtrace::schema::memory_source(sink_->copy(), "partial.vtrace"));
+    std::string last = "none";
+    if (reader) {
+      const auto n = (*reader)->event_count();
+      if (n > 0) {
+        (void)(*reader)->visit_events(n - 1, n, [&](std::uint64_t, std::span<const std::uint8_t> e) {
+          last = std::string(vtrace::schema::event_kind_name(*vtrace::schema::event_of(e)));
+          return true;
+        });
+      }
+    }
+    last_kind_seen_in_submit.push_back(last);
+    return inner_->submit(s, std::move(b));
+  }
+  rt::FenceQuery query_fence(const rt::Fence& f) const override { return inner_->query_fence(f); }
+  std::expected<rt::TerminalReceipt, rt::FenceIndeterminate> wait_fence(
+      const rt::Fence& f) override {
+    return inner_->wait_fence(f);
+  }
+  rt::Result<void> synchronize(rt::Stream& s) override { return inner_->synchronize(s); }
+  rt::Result<std::vector<std::uint8_t>> readback(rt::Stream& s, const rt::Buffer& b,
+                                                 const rt::CopyRegion& r,
+                                                 const rt::HostTransferLayout& l) override {
+    return inner_->readback(s, b, r, l);
+  }
+  rt::VNextResult<rt::DeviceErrorReport> describe_error(const rt::RuntimeError& e) const override {
+    return inner_->describe_error(e);
+  }
+  std::optional<rt::CounterSnapshot> counter_snapshot() const override {
+    return inner_->counter_snapshot();
+  }
+
+ private:
+  std::unique_ptr<vtrace::runtime::DeviceRuntime> inner_;
+  std::shared_ptr<MemorySink::State> sink_;
+};
+
+}  // namespace
+
+TEST_CASE("a submit's intent is on disk before the wrapped submit returns") {
+  auto sink = std::make_shared<MemorySink::State>();
+  auto peeking = std::make_unique<PeekingRuntime>(make_reference(), sink);
+  auto* peek = peeking.get();
+  RecorderOptions options;
+  options.flush_before_submit = true;
+  auto rec = record_to_memory(std::move(peeking), sink, options);
+  (void)run_small_workload(*rec, 8, 1, 2);
+  REQUIRE(rec->close().has_value());
+  // 1 weight upload + 2 steps.
+  REQUIRE(peek->last_kind_seen_in_submit.size() == 3);
+  for (const auto& kind : peek->last_kind_seen_in_submit) CHECK(kind == "SubmitBegin");
+}
+
+TEST_CASE("VTRACE_CAPTURE makes open_runtime record to the named file") {
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("vtrace_capture_test_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const auto path = dir / "capture.vtrace";
+
+  ::unsetenv("VTRACE_CAPTURE");
+  {
+    auto plain = vtrace::recorder::open_runtime("reference");
+    REQUIRE(plain.has_value());
+    CHECK(dynamic_cast<RecordingRuntime*>(plain->get()) == nullptr);
+  }
+
+  ::setenv("VTRACE_CAPTURE", path.c_str(), 1);
+  ::setenv("VTRACE_CAPTURE_LEVEL", "5", 1);
+  ::setenv("VTRACE_CAPTURE_WORKLOAD", "capture test", 1);
+  {
+    auto first = vtrace::recorder::open_runtime("reference");
+    REQUIRE(first.has_value());
+    REQUIRE(dynamic_cast<RecordingRuntime*>(first->get()) != nullptr);
+    (void)run_small_workload(**first);
+    auto second = vtrace::recorder::open_runtime("reference", {"device.vtrace.1"});
+    REQUIRE(second.has_value());
+    (void)run_small_workload(**second, 8, 1, 1);
+  }  // the destructors finalise both traces
+  ::setenv("VTRACE_CAPTURE_LEVEL", "not-a-number", 1);
+  auto bad = vtrace::recorder::open_runtime("reference");
+  ::unsetenv("VTRACE_CAPTURE");
+  ::unsetenv("VTRACE_CAPTURE_LEVEL");
+  ::unsetenv("VTRACE_CAPTURE_WORKLOAD");
+  REQUIRE_FALSE(bad.has_value());
+  CHECK(bad.error().message().find("VTRACE_CAPTURE_LEVEL") != std::string::npos);
+
+  std::vector<std::filesystem::path> traces;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) traces.push_back(entry.path());
+  REQUIRE(traces.size() == 2);  // two runtimes, two files, none left .partial
+  for (const auto& trace_path : traces) {
+    CHECK(trace_path.extension() == ".vtrace");
+    auto source = vtrace::schema::open_file_source(trace_path);
+    REQUIRE(source.has_value());
+    auto trace = read_trace(std::move(*source));
+    CHECK(trace.reader->complete());
+    const auto* meta = vtrace::schema::read_trace_metadata(trace.reader->header().metadata);
+    REQUIRE(meta != nullptr);
+    CHECK(str(meta->runtime_name()) == "reference");
+    CHECK(str(meta->workload_description()) == "capture test");
+    CHECK(meta->recorder()->zstd_level() == 5);
+    CHECK(trace.counts()["Readback"] > 0);
+  }
+  std::filesystem::remove_all(dir);
+}
