@@ -268,15 +268,21 @@ TEST_CASE("NaN outputs are pinned to 0x7E00 whatever produced them and infinitie
     }
     return bytes;
   };
-  // Row 0: NaN input. Row 1: inf * 0. Row 2: inf + -inf. Row 3: inf only.
-  const auto input = raw({nan_neg_payload, 0x3C00, 0x7C00, 0x0000, 0x7C00, 0xFC00, 0x7C00, 0x3C00});
-  const auto weight = raw({0x3C00, 0x3C00});  // out_features 1, in_features 2: w = [1, 1]
-  const auto out = reference::dense_linear_f16(input, weight, 4, 2, 1);
-  REQUIRE(out.size() == 8);
-  CHECK(load_u16(out, 0) == reference::kDenseLinearNanOutput);
-  CHECK(load_u16(out, 1) == reference::kDenseLinearNanOutput);
-  CHECK(load_u16(out, 2) == reference::kDenseLinearNanOutput);
-  CHECK(load_u16(out, 3) == 0x7C00);
+  // Weight [[1, 0], [1, 1]] as [out][in].
+  // Row 0 [NaN, 1]: NaN input in both outputs.
+  // Row 1 [1, inf]: o0 = 1 + inf*0 (NaN), o1 = 1 + inf (inf).
+  // Row 2 [inf, -inf]: o0 = inf + (-inf*0) (NaN), o1 = inf + -inf (NaN).
+  // Row 3 [-inf, 1]: both stay -inf.
+  const auto input = raw({nan_neg_payload, 0x3C00, 0x3C00, 0x7C00, 0x7C00, 0xFC00, 0xFC00, 0x3C00});
+  const auto weight = raw({0x3C00, 0x0000, 0x3C00, 0x3C00});
+  const auto out = reference::dense_linear_f16(input, weight, 4, 2, 2);
+  REQUIRE(out.size() == 16);
+  const std::uint16_t nan = reference::kDenseLinearNanOutput;
+  const std::vector<std::uint16_t> expected = {nan, nan, nan, 0x7C00, nan, nan, 0xFC00, 0xFC00};
+  for (std::size_t e = 0; e < expected.size(); ++e) {
+    INFO("element " << e);
+    CHECK(load_u16(out, e) == expected[e]);
+  }
   CHECK(reference::kDenseLinearNanOutput == 0x7E00);
 }
 

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "runtime_test_support.h"
+#include "reference/instance_counters.h"
 #include "vtrace/runtime/registry.h"
 
 using namespace vtrace::runtime;
@@ -714,4 +715,41 @@ TEST_CASE("the default registry opens the reference runtime and names the known 
     return std::unexpected(RuntimeError(ErrorKind::kRuntimeUnavailable, "no device"));
   });
   CHECK(custom.open("fake").error().kind() == ErrorKind::kRuntimeUnavailable);
+}
+
+TEST_CASE("exhausted runtime, stream and fence identities fail without running or counting anything",
+          "[runtime][reference][7.7]") {
+  using reference::detail::InstanceCounter;
+  using reference::detail::exchange_next_instance;
+  Rig rig;
+  constexpr std::uint64_t kLast = std::numeric_limits<std::uint64_t>::max();
+
+  // The last value is never handed out: u64::MAX - 1 is, then the counter is exhausted.
+  const std::uint64_t runtimes = exchange_next_instance(InstanceCounter::kRuntime, kLast - 1);
+  auto last_runtime = ReferenceRuntime::create(rig.runtime->descriptor());
+  REQUIRE(last_runtime.has_value());
+  CHECK((*last_runtime)->instance() == kLast - 1);
+  const auto no_runtime = ReferenceRuntime::create(rig.runtime->descriptor());
+  exchange_next_instance(InstanceCounter::kRuntime, runtimes);
+  REQUIRE_FALSE(no_runtime.has_value());
+  CHECK(no_runtime.error().kind() == ErrorKind::kIdentityExhausted);
+  CHECK(no_runtime.error().message() == "reference runtime identity exhausted");
+
+  const std::uint64_t streams = exchange_next_instance(InstanceCounter::kStream, kLast);
+  const auto no_stream = rig.runtime->create_stream();
+  exchange_next_instance(InstanceCounter::kStream, streams);
+  REQUIRE_FALSE(no_stream.has_value());
+  CHECK(no_stream.error().kind() == ErrorKind::kIdentityExhausted);
+  CHECK(no_stream.error().message() == "reference stream identity exhausted");
+
+  // Decided differently from upstream (which panics): DNS, and the batch did not run.
+  const StreamState state_before = rig.runtime->stream_state(*rig.stream);
+  const std::uint64_t fences = exchange_next_instance(InstanceCounter::kFence, kLast);
+  auto no_fence = rig.runtime->submit(*rig.stream, CommandBatch::singleton(rig.upload_to_target()));
+  exchange_next_instance(InstanceCounter::kFence, fences);
+  REQUIRE_FALSE(no_fence.has_value());
+  CHECK(no_fence.error().error().kind() == ErrorKind::kIdentityExhausted);
+  CHECK(no_fence.error().error().message() == "reference fence identity exhausted");
+  CHECK(rig.runtime->stream_state(*rig.stream) == state_before);
+  rig.check_untouched();
 }

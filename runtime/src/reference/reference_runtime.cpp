@@ -32,6 +32,7 @@
 #include <variant>
 
 #include "reference/dense_linear_kernel.h"
+#include "reference/instance_counters.h"
 #include "vtrace/runtime/fingerprint.h"
 
 namespace vtrace::runtime::reference {
@@ -370,6 +371,14 @@ void execute(const ReferenceCommand& command, Counters& counters) {
 }
 
 }  // namespace
+
+std::uint64_t detail::exchange_next_instance(InstanceCounter counter, std::uint64_t next) {
+  std::atomic<std::uint64_t>& target = counter == InstanceCounter::kRuntime ? g_next_runtime_instance
+                                       : counter == InstanceCounter::kStream
+                                           ? g_next_stream_instance
+                                           : g_next_fence_instance;
+  return target.exchange(next, std::memory_order_relaxed);
+}
 
 struct ReferenceRuntime::State {
   DeviceDescriptor descriptor;

@@ -9,7 +9,10 @@
 //   it; live_allocations falls when the last holder lets go.
 // Thread rules: all methods are thread-safe; each storage has its own mutex. One Stream per
 //   thread at a time, as the interface says.
-// Errors: exactly the precedence of spec 7.3 and 7.4, each with a stable ErrorKind.
+// Errors: exactly the precedence of spec 7.3 and 7.4, each with a stable ErrorKind. One point
+//   differs from upstream: fence identity exhaustion fails submit with DefinitelyNotSubmitted
+//   (kIdentityExhausted) before anything runs, instead of panicking. Dense-linear outputs whose
+//   f32 accumulator is NaN are written as 0x7E00 (open question 15.3).
 #pragma once
 
 #include <atomic>
