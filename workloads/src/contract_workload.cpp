@@ -438,12 +438,15 @@ std::vector<ContractRun::NamedProbe> ContractRun::probes() {
                                 rt::CommandBatch::singleton(std::move(*copy)),
                                 K::kForeignBufferInCommand);
   });
+  // A command encoded by another instance of the same kind carries that instance's regions, so the
+  // contract answers kForeignBufferInCommand (kForeignCommand is for a command of another class,
+  // which no runtime opened through the registry can hand out).
   add("command of another runtime", [this]() -> WorkloadResult<void> {
     auto command = foreign_.encode_zero(*foreign_buffer_, 0, 1 + rng_.below(kBytes));
     if (!command) return std::unexpected(fail("foreign encode_zero", command.error()));
     return expect_not_submitted("submit(foreign command)",
                                 rt::CommandBatch::singleton(std::move(*command)),
-                                K::kForeignCommand);
+                                K::kForeignBufferInCommand);
   });
   add("node-scoped transfer without logical work under attribution",
       [this]() -> WorkloadResult<void> {

@@ -1,0 +1,81 @@
+#include "cli_support.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <charconv>
+#include <cstdio>
+#include <optional>
+
+namespace vtrace::cli {
+
+namespace {
+std::optional<std::uint64_t> parse_u64(std::string_view text) {
+  std::uint64_t v = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return v;
+}
+}  // namespace
+
+std::expected<EventRange, std::string> parse_event_range(std::string_view text) {
+  const auto colon = text.find(':');
+  EventRange range;
+  if (colon == std::string_view::npos) {
+    auto n = parse_u64(text);
+    if (!n || *n == std::numeric_limits<std::uint64_t>::max()) {
+      return std::unexpected(fmt::format("`{}` is not an event range (A:B, A:, :B or N)", text));
+    }
+    return EventRange{*n, *n + 1};
+  }
+  const auto a = text.substr(0, colon);
+  const auto b = text.substr(colon + 1);
+  if (!a.empty()) {
+    auto n = parse_u64(a);
+    if (!n) return std::unexpected(fmt::format("`{}` is not an event range (A:B, A:, :B or N)", text));
+    range.first = *n;
+  }
+  if (!b.empty()) {
+    auto n = parse_u64(b);
+    if (!n) return std::unexpected(fmt::format("`{}` is not an event range (A:B, A:, :B or N)", text));
+    range.end = *n;
+  }
+  if (range.end <= range.first) {
+    return std::unexpected(fmt::format("event range `{}` is empty (B must be greater than A)", text));
+  }
+  return range;
+}
+
+Progress::Progress(std::string label, bool quiet)
+    : label_(std::move(label)), enabled_(!quiet && ::isatty(STDERR_FILENO) == 1) {}
+
+Progress::~Progress() {
+  if (enabled_ && last_permille_ >= 0) std::fputs("\r\033[K", stderr);
+}
+
+void Progress::update(std::uint64_t done, std::uint64_t total) {
+  if (!enabled_ || total == 0) return;
+  const int permille = static_cast<int>(done * 1000 / total);
+  if (permille == last_permille_) return;
+  last_permille_ = permille;
+  constexpr int kWidth = 30;
+  const int filled = permille * kWidth / 1000;
+  std::string bar(static_cast<std::size_t>(filled), '#');
+  bar.resize(kWidth, ' ');
+  std::fprintf(stderr, "\r%s [%s] %3d%% %llu/%llu", label_.c_str(), bar.c_str(), permille / 10,
+               static_cast<unsigned long long>(done), static_cast<unsigned long long>(total));
+  std::fflush(stderr);
+}
+
+void print_error(std::string_view message) {
+  std::fprintf(stderr, "vtrace: %.*s\n", static_cast<int>(message.size()), message.data());
+}
+
+std::string human_bytes(std::uint64_t bytes) {
+  if (bytes < 1024) return fmt::format("{} B", bytes);
+  const double kib = static_cast<double>(bytes) / 1024.0;
+  if (kib < 1024) return fmt::format("{:.1f} KiB", kib);
+  return fmt::format("{:.2f} MiB", kib / 1024.0);
+}
+
+}  // namespace vtrace::cli

@@ -1,0 +1,131 @@
+// vtrace dump T [--json] [--events A:B] [--payloads]
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli_support.h"
+#include "commands.h"
+#include "event_text.h"
+#include "vtrace/schema/events.h"
+#include "vtrace/schema/trace_reader.h"
+
+namespace vtrace::cli {
+
+namespace {
+
+struct DumpOptions {
+  std::string trace;
+  bool json = false;
+  std::string events;
+  bool payloads = false;
+};
+
+// The payload blobs an event names.
+std::vector<schema::BlobId> payloads_of(const fb::Event& e) {
+  std::vector<schema::BlobId> ids;
+  if (const auto* u = e.body_as_EncodeUpload(); u && u->payload()) {
+    ids.push_back(schema::from_fb(*u->payload()));
+  }
+  if (const auto* r = e.body_as_Readback(); r && r->payload()) {
+    ids.push_back(schema::from_fb(*r->payload()));
+  }
+  if (const auto* o = e.body_as_OptionalCall(); o && o->payload()) {
+    ids.push_back(schema::from_fb(*o->payload()));
+  }
+  return ids;
+}
+
+std::string hex(std::span<const std::uint8_t> bytes) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(bytes.size() * 2);
+  for (auto b : bytes) {
+    out.push_back(kDigits[b >> 4]);
+    out.push_back(kDigits[b & 0xF]);
+  }
+  return out;
+}
+
+int run_dump(const DumpOptions& o) {
+  EventRange range;
+  if (!o.events.empty()) {
+    auto parsed = parse_event_range(o.events);
+    if (!parsed) {
+      print_error("--events: " + parsed.error());
+      return kExitUsage;
+    }
+    range = *parsed;
+  }
+  auto reader = schema::TraceReader::open(o.trace);
+  if (!reader) {
+    print_error(reader.error().message);
+    return kExitUsage;
+  }
+  auto printer = EventText::create();
+  if (!printer) {
+    print_error(printer.error());
+    return kExitUsage;
+  }
+  const std::uint64_t end = std::min(range.end, (*reader)->event_count());
+  std::optional<std::string> failure;
+  auto visited = (*reader)->visit_events(
+      std::min(range.first, end), end, [&](std::uint64_t ordinal, std::span<const std::uint8_t> bytes) {
+        const fb::Event* event = schema::event_of(bytes);
+        const std::string_view kind = schema::event_kind_name(*event);
+        nlohmann::json payloads = nlohmann::json::object();
+        if (o.payloads) {
+          for (const auto& id : payloads_of(*event)) {
+            auto blob = (*reader)->blob(id);
+            if (!blob) {
+              failure = fmt::format("{}: event {}: {}", o.trace, ordinal, blob.error().message);
+              return false;
+            }
+            payloads[id.hex()] = hex(*blob);
+          }
+        }
+        if (o.json) {
+          auto body = printer->json(bytes);
+          if (!body) {
+            failure = fmt::format("{}: event {}: {}", o.trace, ordinal, body.error());
+            return false;
+          }
+          nlohmann::json line = {{"event", ordinal}, {"kind", kind},
+                                 {"fields", nlohmann::json::parse(*body, nullptr, false)}};
+          if (o.payloads) line["payloads"] = payloads;
+          fmt::print("{}\n", line.dump());
+        } else {
+          auto body = printer->text(bytes);
+          if (!body) {
+            failure = fmt::format("{}: event {}: {}", o.trace, ordinal, body.error());
+            return false;
+          }
+          fmt::print("#{} {} {}\n", ordinal, kind, *body);
+          for (const auto& [id, bytes_hex] : payloads.items()) {
+            fmt::print("    payload {} {}\n", id, bytes_hex.get<std::string>());
+          }
+        }
+        return true;
+      });
+  if (!visited) {
+    print_error(visited.error().message);
+    return kExitUsage;
+  }
+  if (failure) {
+    print_error(*failure);
+    return kExitUsage;
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void add_dump_command(CLI::App& app, const GlobalOptions& /*global*/, RunFunction* run) {
+  auto options = std::make_shared<DumpOptions>();
+  auto* cmd = app.add_subcommand("dump", "Print every field of every event");
+  cmd->add_option("trace", options->trace, "The .vtrace file")->required();
+  cmd->add_flag("--json", options->json, "One JSON object per line (keys: docs/CLI.md)");
+  cmd->add_option("--events", options->events, "Only events A:B (A:, :B or N also work)");
+  cmd->add_flag("--payloads", options->payloads, "Also print the payload bytes in hex");
+  cmd->callback([options, run]() { *run = [options]() { return run_dump(*options); }; });
+}
+
+}  // namespace vtrace::cli

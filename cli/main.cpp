@@ -1,0 +1,29 @@
+// vtrace: record, replay, inspect and verify device-runtime traces. See docs/CLI.md.
+#include "cli11.h"
+
+#include "cli_support.h"
+#include "commands.h"
+
+int main(int argc, char** argv) {
+  using namespace vtrace::cli;
+  CLI::App app{"vtrace: deterministic trace recording and replay for the device runtime contract"};
+  app.require_subcommand(1);
+  GlobalOptions global;
+  app.add_flag("-q,--quiet", global.quiet, "Print only errors (and what a subcommand must print)");
+  RunFunction run;
+  add_record_command(app, global, &run);
+  add_replay_command(app, global, &run);
+  add_info_command(app, global, &run);
+  add_dump_command(app, global, &run);
+  add_verify_command(app, global, &run);
+  add_demo_command(app, global, &run);
+  add_list_runtimes_command(app, global, &run);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // --help and --version are "errors" with exit code 0; usage errors exit 2 (docs/CLI.md).
+    const int code = app.exit(e);
+    return code == 0 ? kExitOk : kExitUsage;
+  }
+  return run ? run() : kExitUsage;
+}

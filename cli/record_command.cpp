@@ -1,0 +1,119 @@
+// vtrace record --workload W [--runtime R] [--seed S] [--steps N] [--level L] -o out.vtrace
+#include <fmt/format.h>
+
+#include "cli_support.h"
+#include "commands.h"
+#include "vtrace/recorder/recording_runtime.h"
+#include "vtrace/runtime/registry.h"
+#include "vtrace/workloads/workload.h"
+
+namespace vtrace::cli {
+
+namespace {
+
+struct RecordOptions {
+  std::string workload;
+  std::string runtime = "reference";
+  std::uint64_t seed = 1;
+  std::optional<std::uint32_t> steps;
+  int level = 3;
+  std::string output;
+  std::uint32_t hidden = workloads::DecodeOptions{}.hidden;
+  std::uint32_t ffn = workloads::DecodeOptions{}.ffn;
+  std::uint32_t layers = workloads::DecodeOptions{}.layers;
+  std::uint32_t participants = workloads::DecodeOptions{}.participants;
+  std::string weights;
+};
+
+int run_record(const RecordOptions& o, const GlobalOptions& global) {
+  auto kind = workloads::parse_workload_kind(o.workload);
+  if (!kind) {
+    print_error(fmt::format("unknown workload `{}` (known: tiny, decode, contract)", o.workload));
+    return kExitUsage;
+  }
+  workloads::WorkloadSpec spec;
+  spec.kind = *kind;
+  spec.seed = o.seed;
+  spec.decode = {o.hidden, o.ffn, o.layers, o.participants, spec.decode.steps, o.weights};
+  if (o.steps) {
+    spec.decode.steps = *o.steps;
+    spec.contract.rounds = *o.steps;
+  }
+
+  const auto& registry = runtime::default_registry();
+  auto inner = registry.open(o.runtime, {"device.vtrace.0"});
+  if (!inner) {
+    print_error(fmt::format("runtime `{}` cannot be opened: {}", o.runtime, inner.error().message()));
+    return kExitRuntimeUnavailable;
+  }
+  std::unique_ptr<runtime::DeviceRuntime> foreign;
+  if (spec.kind == workloads::WorkloadKind::kContract) {
+    auto opened = registry.open(o.runtime, {"device.vtrace.1"});
+    if (!opened) {
+      print_error(fmt::format("a second `{}` runtime (for foreign objects) cannot be opened: {}",
+                              o.runtime, opened.error().message()));
+      return kExitRuntimeUnavailable;
+    }
+    foreign = std::move(*opened);
+  }
+  recorder::RecorderOptions recorder_options;
+  recorder_options.writer.zstd_level = o.level;
+  recorder_options.workload_description = spec.describe();
+  auto recording = recorder::RecordingRuntime::create(std::move(*inner), o.runtime, o.output,
+                                                      recorder_options);
+  if (!recording) {
+    print_error(fmt::format("{}: cannot start recording: {}", o.output,
+                            recording.error().message()));
+    return kExitUsage;
+  }
+  auto report = workloads::run_workload(spec, **recording, foreign.get());
+  auto closed = (*recording)->close();
+  if (!closed) {
+    print_error(fmt::format("{}: writing the trace failed: {}", o.output, closed.error().message));
+    return kExitUsage;
+  }
+  if (!report) {
+    print_error(fmt::format("workload `{}` failed on runtime `{}`: {} (the trace {} holds the "
+                            "calls up to the failure)",
+                            o.workload, o.runtime, report.error().message, o.output));
+    return kExitMismatch;
+  }
+  if (!global.quiet) {
+    fmt::print("recorded {} on {}: {} events, {} payloads ({} raw), {} in {}\n",
+               spec.describe(), o.runtime, closed->events, closed->blobs,
+               human_bytes(closed->payload_raw_bytes), human_bytes(closed->file_bytes), o.output);
+    fmt::print("workload: {} submissions, {} readbacks ({} bytes, xxh3 {:016x}), {} counter checks, "
+               "{} expected errors\n",
+               report->submissions, report->readbacks, report->readback_bytes,
+               report->readback_digest, report->counter_checks, report->expected_errors);
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void add_record_command(CLI::App& app, const GlobalOptions& global, RunFunction* run) {
+  auto options = std::make_shared<RecordOptions>();
+  auto* cmd = app.add_subcommand("record", "Run a workload on a runtime and record every call");
+  cmd->add_option("-w,--workload", options->workload, "tiny, decode or contract")->required();
+  cmd->add_option("-r,--runtime", options->runtime, "Registry name of the runtime")
+      ->capture_default_str();
+  cmd->add_option("--seed", options->seed, "Seed of every random choice")->capture_default_str();
+  cmd->add_option("--steps", options->steps, "decode: decode steps; contract: extra random rounds");
+  cmd->add_option("--level", options->level, "zstd compression level of the trace (1-19)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 19));
+  cmd->add_option("-o,--output", options->output, "The trace file to write")->required();
+  cmd->add_option("--hidden", options->hidden, "decode: hidden size")->capture_default_str();
+  cmd->add_option("--ffn", options->ffn, "decode: feed-forward size")->capture_default_str();
+  cmd->add_option("--layers", options->layers, "decode: layers")->capture_default_str();
+  cmd->add_option("--participants", options->participants, "decode: participants (1-8)")
+      ->capture_default_str();
+  cmd->add_option("--weights", options->weights,
+                  "decode: safetensors file to use instead of generated weights");
+  cmd->callback([options, &global, run]() {
+    *run = [options, &global]() { return run_record(*options, global); };
+  });
+}
+
+}  // namespace vtrace::cli

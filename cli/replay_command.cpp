@@ -1,0 +1,117 @@
+// vtrace replay T [--runtime R] [--check bits|ulp:N|none] [--events A:B] [--json report.json]
+//                 [--exit-skip=125]
+#include <fmt/format.h>
+
+#include <fstream>
+
+#include "cli_support.h"
+#include "commands.h"
+#include "vtrace/replayer/replay_trace.h"
+
+namespace vtrace::cli {
+
+namespace {
+
+struct ReplayCommandOptions {
+  std::string trace;
+  std::string runtime;
+  std::string check = "bits";
+  std::string events;
+  std::string json;
+  std::optional<int> exit_skip;
+};
+
+class ProgressObserver final : public replayer::ReplayObserver {
+ public:
+  explicit ProgressObserver(bool quiet) : progress_("replay", quiet) {}
+  void on_step(const replayer::ReplayStep&, std::uint64_t index, std::uint64_t total) override {
+    progress_.update(index + 1, total);
+  }
+
+ private:
+  Progress progress_;
+};
+
+int run_replay(const ReplayCommandOptions& o, const GlobalOptions& global) {
+  replayer::ReplayTraceOptions options;
+  options.runtime = o.runtime;
+  auto check = replayer::parse_check_mode(o.check);
+  if (!check) {
+    print_error(fmt::format("--check `{}` is not one of bits, ulp:N, none", o.check));
+    return kExitUsage;
+  }
+  options.replay.check = *check;
+  if (!o.events.empty()) {
+    auto range = parse_event_range(o.events);
+    if (!range) {
+      print_error("--events: " + range.error());
+      return kExitUsage;
+    }
+    options.replay.first_event = range->first;
+    options.replay.end_event = range->end;
+  }
+  std::expected<replayer::ReplayReport, replayer::ReplayFailure> report;
+  {
+    ProgressObserver observer(global.quiet);
+    report = replayer::replay_trace(o.trace, options, runtime::default_registry(), &observer);
+  }
+  if (!report) {
+    print_error(report.error().message);
+    if (report.error().kind == replayer::ReplayFailure::Kind::kRuntimeUnavailable) {
+      return o.exit_skip.value_or(kExitRuntimeUnavailable);
+    }
+    return kExitUsage;
+  }
+  if (!o.json.empty()) {
+    std::ofstream out(o.json);
+    out << report->to_json().dump(2) << '\n';
+    if (!out) {
+      print_error(fmt::format("{}: cannot write the JSON report", o.json));
+      return kExitUsage;
+    }
+  }
+  const auto& r = *report;
+  if (!global.quiet) {
+    fmt::print("{} on {} (check {}): events {}..{} checked ({} executed)\n", r.trace, r.runtime,
+               r.check, r.first_event, r.end_event, r.executed);
+    fmt::print(
+        "checked: {} calls ({} recorded errors), {} readbacks ({} bytes), {} attribution rows, "
+        "{} fences, {} counter snapshots\n",
+        r.checked.calls, r.checked.error_outcomes, r.checked.readbacks, r.checked.readback_bytes,
+        r.checked.attribution_rows, r.checked.fences, r.checked.counter_snapshots);
+  }
+  constexpr std::size_t kShown = 10;
+  for (std::size_t i = 0; i < std::min(kShown, r.mismatches.size()); ++i) {
+    const auto& m = r.mismatches[i];
+    fmt::print("MISMATCH at event {}: {}\n  expected: {}\n  actual:   {}\n  reproduce: {}\n",
+               m.event, m.call, m.expected, m.actual, m.reproduce);
+  }
+  if (r.mismatch_count > kShown) {
+    fmt::print("... and {} more mismatches\n", r.mismatch_count - kShown);
+  }
+  fmt::print("verdict: {}{}\n", r.matched() ? "match" : "mismatch",
+             r.matched() ? "" : fmt::format(" ({} mismatches)", r.mismatch_count));
+  return r.matched() ? kExitOk : kExitMismatch;
+}
+
+}  // namespace
+
+void add_replay_command(CLI::App& app, const GlobalOptions& global, RunFunction* run) {
+  auto options = std::make_shared<ReplayCommandOptions>();
+  auto* cmd = app.add_subcommand("replay", "Re-execute a trace on a runtime and check every outcome");
+  cmd->add_option("trace", options->trace, "The .vtrace file")->required();
+  cmd->add_option("-r,--runtime", options->runtime,
+                  "Registry name of the runtime (default: the one the trace was recorded on)");
+  cmd->add_option("--check", options->check, "Readback comparison: bits, ulp:N or none")
+      ->capture_default_str();
+  cmd->add_option("--events", options->events,
+                  "Check only events A:B (earlier events still run to rebuild state)");
+  cmd->add_option("--json", options->json, "Write the replay report as JSON to this file");
+  cmd->add_option("--exit-skip", options->exit_skip,
+                  "Exit with this code instead of 3 when the runtime is unavailable");
+  cmd->callback([options, &global, run]() {
+    *run = [options, &global]() { return run_replay(*options, global); };
+  });
+}
+
+}  // namespace vtrace::cli
