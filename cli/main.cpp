@@ -8,6 +8,7 @@ int main(int argc, char** argv) {
   using namespace vtrace::cli;
   CLI::App app{"vtrace: deterministic trace recording and replay for the device runtime contract"};
   app.require_subcommand(1);
+  app.fallthrough();  // global flags (--quiet) are accepted after the subcommand too
   GlobalOptions global;
   app.add_flag("-q,--quiet", global.quiet, "Print only errors (and what a subcommand must print)");
   RunFunction run;
