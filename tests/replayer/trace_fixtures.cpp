@@ -1,0 +1,121 @@
+#include "trace_fixtures.h"
+
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+
+#include "vtrace/recorder/recording_runtime.h"
+#include "vtrace/runtime/registry.h"
+#include "vtrace/schema/events.h"
+#include "vtrace/schema/trace_reader.h"
+#include "vtrace/schema/trace_writer.h"
+
+namespace vtrace::test {
+
+ScratchDir::ScratchDir(const std::string& stem) {
+  static std::atomic<int> serial{0};
+  path_ = std::filesystem::temp_directory_path() /
+          fmt::format("vtrace-{}-{}-{}", stem, ::getpid(), serial++);
+  std::filesystem::remove_all(path_);
+  std::filesystem::create_directories(path_);
+}
+
+ScratchDir::~ScratchDir() {
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
+}
+
+workloads::WorkloadReport record_workload(const workloads::WorkloadSpec& spec,
+                                          const std::filesystem::path& path) {
+  const auto& registry = runtime::default_registry();
+  auto inner = registry.open("reference", {"device.vtrace.0"});
+  REQUIRE(inner.has_value());
+  auto foreign = registry.open("reference", {"device.vtrace.1"});
+  REQUIRE(foreign.has_value());
+  recorder::RecorderOptions options;
+  options.workload_description = spec.describe();
+  auto recording = recorder::RecordingRuntime::create(std::move(*inner), "reference", path, options);
+  REQUIRE(recording.has_value());
+  auto report = workloads::run_workload(spec, **recording, foreign->get());
+  INFO((report ? std::string() : report.error().message));
+  REQUIRE(report.has_value());
+  REQUIRE((*recording)->close().has_value());
+  return *report;
+}
+
+workloads::WorkloadSpec small_decode_spec() {
+  workloads::WorkloadSpec spec;
+  spec.kind = workloads::WorkloadKind::kDecode;
+  spec.seed = 3;
+  spec.decode.hidden = 32;
+  spec.decode.ffn = 64;
+  spec.decode.layers = 2;
+  spec.decode.participants = 3;
+  spec.decode.steps = 3;
+  return spec;
+}
+
+AlteredTrace rewrite_with_altered_readback(const std::filesystem::path& source,
+                                           const std::filesystem::path& destination,
+                                           const std::function<std::uint16_t(std::uint16_t)>& alter,
+                                           std::uint64_t element_index) {
+  auto reader = schema::TraceReader::open(source);
+  REQUIRE(reader.has_value());
+  auto& r = **reader;
+  std::vector<std::vector<std::uint8_t>> events;
+  std::optional<std::uint64_t> target;
+  REQUIRE(r.visit_events(0, r.event_count(),
+                         [&](std::uint64_t ordinal, std::span<const std::uint8_t> bytes) {
+                           events.emplace_back(bytes.begin(), bytes.end());
+                           const auto* rb = schema::event_of(bytes)->body_as_Readback();
+                           if (rb != nullptr && rb->payload() != nullptr) target = ordinal;
+                           return true;
+                         })
+              .has_value());
+  REQUIRE(target.has_value());
+
+  auto sink = schema::open_file_sink(destination);
+  REQUIRE(sink.has_value());
+  auto writer = schema::TraceWriter::create(std::move(*sink), r.header());
+  REQUIRE(writer.has_value());
+  for (std::uint64_t i = 0; i < events.size(); ++i) {
+    auto& bytes = events[i];
+    const fb::Event* event = schema::event_of(bytes);
+    const fb::BlobRef* ref = nullptr;
+    if (const auto* u = event->body_as_EncodeUpload()) ref = u->payload();
+    if (const auto* rb = event->body_as_Readback()) ref = rb->payload();
+    if (ref != nullptr) {
+      auto blob = r.blob(schema::from_fb(*ref));
+      REQUIRE(blob.has_value());
+      if (i == *target) {
+        REQUIRE(blob->size() >= 2 * (element_index + 1));
+        const std::size_t at = 2 * element_index;
+        const auto old = static_cast<std::uint16_t>((*blob)[at] | ((*blob)[at + 1] << 8));
+        const std::uint16_t now = alter(old);
+        (*blob)[at] = static_cast<std::uint8_t>(now & 0xFF);
+        (*blob)[at + 1] = static_cast<std::uint8_t>(now >> 8);
+      }
+      auto id = (*writer)->put_blob(*blob, 2);
+      REQUIRE(id.has_value());
+      if (i == *target) {
+        // BlobRef is a fixed-layout struct (two little-endian u64) inside the event bytes.
+        const auto offset = static_cast<std::size_t>(reinterpret_cast<const std::uint8_t*>(ref) -
+                                                     bytes.data());
+        std::uint8_t patched[16];
+        for (int k = 0; k < 8; ++k) {
+          patched[k] = static_cast<std::uint8_t>(id->low >> (8 * k));
+          patched[8 + k] = static_cast<std::uint8_t>(id->high >> (8 * k));
+        }
+        std::memcpy(bytes.data() + offset, patched, sizeof patched);
+      }
+    }
+    REQUIRE((*writer)->append_event(bytes).has_value());
+  }
+  REQUIRE((*writer)->close(r.summary()).has_value());
+  return {*target, element_index};
+}
+
+}  // namespace vtrace::test

@@ -1,0 +1,45 @@
+// Test fixtures shared by tests/replayer and tests/cli: record a workload into a file, and
+// rewrite a trace with one readback's bytes altered (through the public reader and writer APIs).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "vtrace/workloads/workload.h"
+
+namespace vtrace::test {
+
+// A fresh empty directory under the system temp dir, removed at destruction.
+class ScratchDir {
+ public:
+  explicit ScratchDir(const std::string& stem);
+  ~ScratchDir();
+  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+// Records `spec` on the reference runtime into `path`; REQUIREs success and returns the report.
+workloads::WorkloadReport record_workload(const workloads::WorkloadSpec& spec,
+                                          const std::filesystem::path& path);
+
+// Small decode options that record in well under a second.
+workloads::WorkloadSpec small_decode_spec();
+
+struct AlteredTrace {
+  std::uint64_t event = 0;         // ordinal of the altered Readback
+  std::uint64_t element_index = 0; // which 16-bit element was changed
+};
+
+// Copies `source` to `destination`, replacing the payload of the last successful Readback event by
+// a copy whose 16-bit element `element_index` went through `alter`. REQUIREs success.
+AlteredTrace rewrite_with_altered_readback(const std::filesystem::path& source,
+                                           const std::filesystem::path& destination,
+                                           const std::function<std::uint16_t(std::uint16_t)>& alter,
+                                           std::uint64_t element_index = 0);
+
+}  // namespace vtrace::test
