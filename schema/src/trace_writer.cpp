@@ -43,7 +43,8 @@ struct FrameMeta {
 struct Job {
   std::vector<std::uint8_t> data;
   ZSTD_EndDirective directive = ZSTD_e_continue;
-  FrameMeta meta;  // meaningful when directive == ZSTD_e_end
+  FrameMeta meta;    // meaningful when directive == ZSTD_e_end
+  bool raw = false;  // written as is (the header frame), not compressed
 };
 
 struct StoredBlob {
@@ -167,6 +168,12 @@ struct TraceWriter::Impl {
   }
 
   TraceResult<void> process(Job& job) {
+    if (job.raw) {
+      if (auto r = sink->write(job.data); !r) return r;
+      std::lock_guard lk(mu);
+      file_pos += job.data.size();
+      return {};
+    }
     if (!in_frame) {
       ZSTD_CCtx_reset(cctx, ZSTD_reset_session_only);
       XXH3_128bits_reset(content_state);
@@ -245,7 +252,9 @@ struct TraceWriter::Impl {
     }
   }
 
-  TraceResult<void> write_header(const TraceHeaderInfo& h) {
+  // Queues the header frame for the worker, so that even the first sink error reaches the caller
+  // the way every later one does: through kWriterFailed and close().
+  TraceResult<void> queue_header(const TraceHeaderInfo& h) {
     flatbuffers::FlatBufferBuilder fbb(256);
     auto producer = fbb.CreateString(h.producer);
     auto version = fbb.CreateString(h.producer_version);
@@ -265,8 +274,11 @@ struct TraceWriter::Impl {
     append_u32(bytes, static_cast<std::uint32_t>(content));
     for (char c : kHeaderMagic) bytes.push_back(static_cast<std::uint8_t>(c));
     bytes.insert(bytes.end(), fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
-    if (auto r = sink->write(bytes); !r) return r;
-    file_pos = bytes.size();
+    Job job;
+    job.data = std::move(bytes);
+    job.raw = true;
+    queued_bytes += job.data.size();
+    queue.push_back(std::move(job));
     return {};
   }
 
@@ -338,11 +350,10 @@ TraceResult<std::unique_ptr<TraceWriter>> TraceWriter::create(std::unique_ptr<By
   ZSTD_CCtx_setParameter(impl->cctx, ZSTD_c_compressionLevel, options.zstd_level);
   ZSTD_CCtx_setParameter(impl->cctx, ZSTD_c_checksumFlag, 1);
   impl->out.resize(ZSTD_CStreamOutSize());
-  if (auto r = impl->write_header(header); !r) {
+  if (auto r = impl->queue_header(header); !r) {
     impl->closed = true;
     return std::unexpected(r.error());
   }
-  impl->stats.file_bytes = impl->file_pos;
   Impl* raw = impl.get();
   impl->worker = std::thread([raw] { raw->run(); });
   return std::unique_ptr<TraceWriter>(new TraceWriter(std::move(impl)));

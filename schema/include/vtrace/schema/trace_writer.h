@@ -64,7 +64,11 @@ struct TraceWriteStats {
 
 class TraceWriter {
  public:
-  // Writes the header frame at once. The sink is usually open_file_sink(path).
+  // Queues the header frame (the background thread writes it first). The sink is usually
+  // open_file_sink(path). Errors here: only a header over kMaxHeaderBytes (kTooLarge); sink
+  // failures, even on the header, surface through later calls and close().
+  // Options out of range are clamped: zstd_level to zstd's levels, frame_target_bytes to
+  // [1, 256 MiB].
   static TraceResult<std::unique_ptr<TraceWriter>> create(std::unique_ptr<ByteSink> sink,
                                                           TraceHeaderInfo header,
                                                           TraceWriterOptions options = {});

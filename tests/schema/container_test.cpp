@@ -1,0 +1,704 @@
+// The .vtrace container: round trips, determinism, seeking, recovery of cut files, corruption
+// detection, the zstd command-line tool's view, sink failure, and hostile inputs.
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <set>
+#include <string>
+#include <thread>
+
+#include <container_generated.h>
+#include <fmt/format.h>
+#include <zstd.h>
+
+#include "schema/container_test_support.h"
+#include "vtrace/schema/format.h"
+
+namespace vs = vtrace::schema;
+using vs::testing::MemorySink;
+using vs::testing::normal_f16;
+using vs::testing::synthetic_event;
+using vs::testing::synthetic_options;
+
+namespace {
+
+using Bytes = std::vector<std::uint8_t>;
+
+struct Written {
+  Bytes bytes;
+  vs::TraceWriteStats stats;
+};
+
+vs::TraceHeaderInfo test_header() {
+  vs::TraceHeaderInfo h;
+  h.producer = "container_test";
+  h.producer_version = "1.2.3";
+  h.metadata = {1, 2, 3, 4, 5};
+  return h;
+}
+
+// Runs `calls` against a writer over a memory sink and closes it with `summary`.
+template <typename Calls>
+Written write_trace(vs::TraceWriterOptions options, Calls&& calls, Bytes summary = {9, 8, 7},
+                    vs::TraceHeaderInfo header = test_header()) {
+  auto state = std::make_shared<MemorySink::State>();
+  auto writer = vs::TraceWriter::create(std::make_unique<MemorySink>(state), header, options);
+  REQUIRE(writer.has_value());
+  calls(**writer, *state);
+  auto stats = (*writer)->close(summary);
+  REQUIRE(stats.has_value());
+  std::lock_guard lk(state->mu);
+  return Written{state->bytes, *stats};
+}
+
+// A multi-frame trace of synthetic events with a f16 payload every 25 events.
+Written standard_trace(std::uint64_t frame_target, std::uint32_t events, bool flush_each = false) {
+  vs::TraceWriterOptions o;
+  o.frame_target_bytes = frame_target;
+  return write_trace(o, [&](vs::TraceWriter& w, MemorySink::State&) {
+    for (std::uint32_t i = 0; i < events; ++i) {
+      if (i % 25 == 0) REQUIRE(w.put_blob(normal_f16(64, i), 2).has_value());
+      REQUIRE(w.append_event(synthetic_event(i)).value() == i);
+      if (flush_each) REQUIRE(w.flush().has_value());
+    }
+  });
+}
+
+std::unique_ptr<vs::TraceReader> open_ok(Bytes bytes) {
+  auto r = vs::TraceReader::open(vs::memory_source(std::move(bytes), "test.vtrace"), synthetic_options());
+  if (!r) FAIL("open failed: " << r.error().message);
+  return std::move(*r);
+}
+
+vs::TraceResult<std::unique_ptr<vs::TraceReader>> open_bytes(Bytes bytes) {
+  return vs::TraceReader::open(vs::memory_source(std::move(bytes), "test.vtrace"), synthetic_options());
+}
+
+std::vector<Bytes> all_events(vs::TraceReader& r) {
+  std::vector<Bytes> out;
+  auto ok = r.visit_events(0, r.event_count(), [&](std::uint64_t n, std::span<const std::uint8_t> e) {
+    CHECK(n == out.size());
+    out.emplace_back(e.begin(), e.end());
+    return true;
+  });
+  if (!ok) FAIL("visit_events failed: " << ok.error().message);
+  return out;
+}
+
+std::uint64_t header_end(const Bytes& b) { return 8 + vs::testing::read_u32(b, 4); }
+
+std::uint64_t footer_offset(const Bytes& b) {
+  std::uint64_t off = 0;
+  std::memcpy(&off, b.data() + b.size() - vs::kTrailerBytes, 8);
+  return off;
+}
+
+// A data frame holding `records`, compressed the way the writer does (content checksum on).
+Bytes zstd_frame(const Bytes& records) {
+  Bytes out(ZSTD_compressBound(records.size()));
+  ZSTD_CCtx* cctx = ZSTD_createCCtx();
+  ZSTD_CCtx_setParameter(cctx, ZSTD_c_checksumFlag, 1);
+  const std::size_t n = ZSTD_compress2(cctx, out.data(), out.size(), records.data(), records.size());
+  ZSTD_freeCCtx(cctx);
+  REQUIRE(!ZSTD_isError(n));
+  out.resize(n);
+  return out;
+}
+
+void append_record(Bytes& out, std::uint32_t len, std::uint8_t kind, const Bytes& payload) {
+  for (int i = 0; i < 4; ++i) out.push_back(static_cast<std::uint8_t>(len >> (8 * i)));
+  out.push_back(kind);
+  out.insert(out.end(), payload.begin(), payload.end());
+}
+
+void put_le64(Bytes& out, std::uint64_t v) {
+  for (int i = 0; i < 8; ++i) out.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
+}
+
+// Copies of index entries with one field changed (the generated structs are immutable).
+vtrace::container::FrameEntry frame_with(const vtrace::container::FrameEntry& e, std::uint64_t offset,
+                                         std::uint64_t compressed, std::uint64_t content) {
+  return {offset, compressed, content, e.first_event(), e.event_count(), e.blob_count(),
+          e.content_hash(), e.compressed_hash()};
+}
+vtrace::container::BlobEntry blob_with(const vtrace::container::BlobEntry& e, std::uint64_t frame,
+                                       std::uint64_t raw) {
+  return {e.id(), frame, e.record_offset(), raw, e.stored_bytes(), e.encoding()};
+}
+
+// Rewrites a trace's footer after `mutate` edits copies of its indexes.
+template <typename Mutate>
+Bytes with_rebuilt_footer(const Bytes& trace, Mutate&& mutate) {
+  const std::uint64_t foff = footer_offset(trace);
+  Bytes table(trace.begin() + static_cast<std::ptrdiff_t>(foff + 8),
+              trace.end() - static_cast<std::ptrdiff_t>(vs::kTrailerBytes));
+  REQUIRE(!table.empty());
+  const auto* f = flatbuffers::GetRoot<vtrace::container::Footer>(table.data());
+  const auto* fvec = f != nullptr ? f->frames() : nullptr;
+  const auto* bvec = f != nullptr ? f->blobs() : nullptr;
+  const auto* svec = f != nullptr ? f->summary() : nullptr;
+  if (fvec == nullptr || bvec == nullptr || svec == nullptr) FAIL("the footer lacks its indexes");
+  std::vector<vtrace::container::FrameEntry> frames;
+  for (flatbuffers::uoffset_t i = 0; i < fvec->size(); ++i) frames.push_back(*fvec->Get(i));
+  std::vector<vtrace::container::BlobEntry> blobs;
+  for (flatbuffers::uoffset_t i = 0; i < bvec->size(); ++i) blobs.push_back(*bvec->Get(i));
+  mutate(frames, blobs);
+  flatbuffers::FlatBufferBuilder fbb;
+  auto fv = fbb.CreateVectorOfStructs(frames);
+  auto bv = fbb.CreateVectorOfStructs(blobs);
+  auto sv = fbb.CreateVector(svec->data(), svec->size());
+  fbb.Finish(vtrace::container::CreateFooter(fbb, fv, bv, f->totals(), sv));
+  Bytes out(trace.begin(), trace.begin() + static_cast<std::ptrdiff_t>(foff));
+  const std::uint32_t content = static_cast<std::uint32_t>(fbb.GetSize() + vs::kTrailerBytes);
+  for (std::uint32_t v : {vs::kFooterSkippableMagic, content}) {
+    for (int i = 0; i < 4; ++i) out.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
+  }
+  out.insert(out.end(), fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
+  put_le64(out, foff);
+  put_le64(out, 8ull + content);
+  put_le64(out, 0);
+  for (char c : vs::kTrailerMagic) out.push_back(static_cast<std::uint8_t>(c));
+  return out;
+}
+
+std::filesystem::path temp_path(const std::string& name) {
+  auto dir = std::filesystem::temp_directory_path() / fmt::format("vtrace-schema-test-{}", ::getpid());
+  std::filesystem::create_directories(dir);
+  return dir / name;
+}
+
+}  // namespace
+
+TEST_CASE("events and payloads read back exactly as written, with the header and summary", "[schema]") {
+  std::vector<Bytes> payloads;
+  for (std::uint32_t i = 0; i < 20; ++i) payloads.push_back(normal_f16(100 + i * 50, i));
+  Bytes odd = {1, 2, 3};  // odd length: stored raw even when tagged as 16-bit
+  std::vector<vs::BlobId> ids;
+  vs::TraceWriterOptions o;
+  o.frame_target_bytes = 4096;
+  auto w = write_trace(o, [&](vs::TraceWriter& wr, MemorySink::State&) {
+    for (std::uint32_t i = 0; i < 300; ++i) {
+      REQUIRE(wr.append_event(synthetic_event(i)).has_value());
+      if (i % 15 == 0) ids.push_back(wr.put_blob(payloads[i / 15], i % 2 == 0 ? 2 : 1).value());
+    }
+    ids.push_back(wr.put_blob(odd, 2).value());
+  });
+  auto r = open_ok(w.bytes);
+  CHECK(r->complete());
+  CHECK(r->header().producer == "container_test");
+  CHECK(r->header().producer_version == "1.2.3");
+  CHECK(r->header().metadata == Bytes{1, 2, 3, 4, 5});
+  CHECK(Bytes(r->summary().begin(), r->summary().end()) == Bytes{9, 8, 7});
+  CHECK(r->event_count() == 300);
+  CHECK(r->frames().size() > 3);
+  CHECK(r->frames().size() == w.stats.frames);
+  auto events = all_events(*r);
+  REQUIRE(events.size() == 300);
+  for (std::uint32_t i = 0; i < 300; ++i) CHECK(events[i] == synthetic_event(i));
+  for (std::size_t i = 0; i < payloads.size(); ++i) CHECK(r->blob(ids[i]).value() == payloads[i]);
+  CHECK(r->blob(ids.back()).value() == odd);
+  CHECK(r->totals().blobs == 21);
+  CHECK(r->totals().file_bytes == w.bytes.size());
+  CHECK(w.stats.file_bytes == w.bytes.size());
+  CHECK(r->verify_all().has_value());
+}
+
+TEST_CASE("a payload put 1000 times is stored once", "[schema]") {
+  const Bytes payload = normal_f16(4096, 7);
+  vs::BlobId first;
+  auto w = write_trace({}, [&](vs::TraceWriter& wr, MemorySink::State&) {
+    for (int i = 0; i < 1000; ++i) {
+      auto id = wr.put_blob(payload, 2);
+      REQUIRE(id.has_value());
+      if (i == 0) first = *id;
+      CHECK(*id == first);
+    }
+  });
+  CHECK(w.stats.blobs == 1);
+  CHECK(w.stats.blob_references == 1000);
+  CHECK(w.stats.payload_raw_bytes == payload.size());
+  CHECK(w.stats.payload_referenced_bytes == 1000 * payload.size());
+  CHECK(w.bytes.size() < 2 * payload.size());  // one copy at most, whatever it compresses to
+  auto r = open_ok(w.bytes);
+  CHECK(r->totals().blobs == 1);
+  CHECK(r->blob(first).value() == payload);
+  CHECK(first == vs::blob_id_of(payload.data(), payload.size()));
+}
+
+TEST_CASE("the same calls give byte-identical files", "[schema]") {
+  auto once = [] { return standard_trace(3000, 500, false).bytes; };
+  auto flushed = [] { return standard_trace(3000, 200, true).bytes; };
+  const Bytes a = once();
+  CHECK(a == once());
+  CHECK(flushed() == flushed());
+}
+
+TEST_CASE("byte planes round-trip 16-bit payloads and compress N(0,1) f16 data smaller", "[schema]") {
+  const Bytes payload = normal_f16(1 << 19, 3);  // 1 MiB: the planes span whole zstd blocks
+  auto write_with = [&](bool planes) {
+    vs::TraceWriterOptions o;
+    o.byte_planes_for_16bit = planes;
+    vs::BlobId id;
+    auto w = write_trace(o, [&](vs::TraceWriter& wr, MemorySink::State&) { id = wr.put_blob(payload, 2).value(); });
+    auto r = open_ok(w.bytes);
+    CHECK(r->blob(id).value() == payload);
+    return w.bytes.size();
+  };
+  const auto planes = write_with(true);
+  const auto plain = write_with(false);
+  CHECK(planes < plain);
+}
+
+TEST_CASE("seeking to event N decompresses only the frame that holds it", "[schema]") {
+  const auto w = standard_trace(2048, 1500);
+  auto log = std::make_shared<std::vector<std::pair<std::uint64_t, std::uint64_t>>>();
+  auto opened = vs::TraceReader::open(std::make_unique<vs::testing::RecordingSource>(w.bytes, log),
+                                      synthetic_options());
+  REQUIRE(opened.has_value());
+  auto& r = **opened;
+  const std::uint64_t data_begin = header_end(w.bytes);
+  const std::uint64_t data_end = footer_offset(w.bytes);
+  for (const auto& [off, len] : *log) {
+    const bool outside_data = off + len <= data_begin || off >= data_end;
+    CHECK(outside_data);
+  }
+  CHECK(r.frames_decompressed() == 0);
+  REQUIRE(r.frames().size() > 20);
+
+  const auto& target = r.frames()[r.frames().size() - 3];
+  const std::uint64_t n = target.first_event + target.event_count / 2;
+  log->clear();
+  Bytes seen;
+  REQUIRE(r.visit_events(n, n + 1, [&](std::uint64_t ordinal, std::span<const std::uint8_t> e) {
+    CHECK(ordinal == n);
+    seen.assign(e.begin(), e.end());
+    return true;
+  }).has_value());
+  CHECK(seen == synthetic_event(static_cast<std::uint32_t>(n)));
+  CHECK(r.frames_decompressed() == 1);
+  for (const auto& [off, len] : *log) {
+    CHECK(off >= target.file_offset);
+    CHECK(off + len <= target.file_offset + target.compressed_bytes);
+  }
+  // The frame is cached: its neighbour event costs no further decompression.
+  REQUIRE(r.visit_events(n + 1, n + 2, [](std::uint64_t, std::span<const std::uint8_t>) { return true; }).has_value());
+  CHECK(r.frames_decompressed() == 1);
+}
+
+TEST_CASE("visit_events honours its range, stops when asked, and verifies each event", "[schema]") {
+  const auto w = standard_trace(2048, 400);
+  auto r = open_ok(w.bytes);
+  std::vector<std::uint64_t> got;
+  REQUIRE(r->visit_events(100, 110, [&](std::uint64_t n, std::span<const std::uint8_t>) {
+    got.push_back(n);
+    return n < 104;
+  }).has_value());
+  CHECK(got == std::vector<std::uint64_t>{100, 101, 102, 103, 104});
+
+  vs::TraceReaderOptions picky;
+  picky.verify_event = [](std::span<const std::uint8_t> e) {
+    return e.size() >= 8 && !(e[4] == 5 && e[5] == 0 && e[6] == 0 && e[7] == 0);
+  };
+  auto strict = vs::TraceReader::open(vs::memory_source(w.bytes, "picky.vtrace"), picky).value();
+  auto bad = strict->visit_events(0, 10, [](std::uint64_t, std::span<const std::uint8_t>) { return true; });
+  REQUIRE_FALSE(bad.has_value());
+  CHECK(bad.error().kind == vs::TraceErrorKind::kVerifyFailed);
+  CHECK_THAT(bad.error().message, Catch::Contains("event 5"));
+  CHECK(strict->verify_all().error().kind == vs::TraceErrorKind::kVerifyFailed);
+}
+
+TEST_CASE("a visitor may fetch payloads while events are visited", "[schema]") {
+  std::vector<vs::BlobId> ids;
+  vs::TraceWriterOptions o;
+  o.frame_target_bytes = 1024;
+  auto w = write_trace(o, [&](vs::TraceWriter& wr, MemorySink::State&) {
+    for (std::uint32_t i = 0; i < 200; ++i) {
+      ids.push_back(wr.put_blob(normal_f16(32, i), 2).value());
+      REQUIRE(wr.append_event(synthetic_event(i)).has_value());
+    }
+  });
+  auto r = open_ok(w.bytes);
+  std::uint64_t visited = 0;
+  REQUIRE(r->visit_events(0, 200, [&](std::uint64_t n, std::span<const std::uint8_t> e) {
+    // Fetch a payload from a far frame, which evicts cache entries under the visit.
+    CHECK(r->blob(ids[199 - n]).value() == normal_f16(32, static_cast<std::uint32_t>(199 - n)));
+    CHECK(Bytes(e.begin(), e.end()) == synthetic_event(static_cast<std::uint32_t>(n)));
+    ++visited;
+    return true;
+  }).has_value());
+  CHECK(visited == 200);
+  auto missing = r->blob(vs::BlobId{1, 2});
+  REQUIRE_FALSE(missing.has_value());
+  CHECK(missing.error().kind == vs::TraceErrorKind::kMissingBlob);
+}
+
+TEST_CASE("flushed records are recoverable from a file that was never closed", "[schema]") {
+  auto state = std::make_shared<MemorySink::State>();
+  vs::TraceWriterOptions o;
+  o.frame_target_bytes = 1 << 20;  // one frame, never ended before close
+  auto w = vs::TraceWriter::create(std::make_unique<MemorySink>(state), test_header(), o).value();
+  for (std::uint32_t i = 0; i < 50; ++i) REQUIRE(w->append_event(synthetic_event(i)).has_value());
+  REQUIRE(w->flush().has_value());
+  Bytes snapshot;
+  {
+    std::lock_guard lk(state->mu);
+    snapshot = state->bytes;
+  }
+  auto r = open_ok(snapshot);
+  CHECK_FALSE(r->complete());
+  CHECK_FALSE(r->recovery().footer_present);
+  CHECK(r->recovery().events_recovered == 50);
+  CHECK(r->recovery().cut_offset == header_end(snapshot));
+  CHECK_FALSE(r->recovery().note.empty());
+  CHECK(all_events(*r).size() == 50);
+  auto v = r->verify_all();
+  REQUIRE_FALSE(v.has_value());
+  CHECK(v.error().kind == vs::TraceErrorKind::kTruncated);
+  REQUIRE(w->close({}).has_value());
+}
+
+TEST_CASE("a cut trace recovers exactly the complete frames and the decodable prefix records", "[schema]") {
+  // Flush after every event, noting where the sink stood: an event is decodable from a cut file
+  // once the cut lies past its flush point (or, for the event that ends a frame, past everything
+  // but the frame's 4-byte checksum).
+  vs::TraceWriterOptions o;
+  o.frame_target_bytes = 6000;
+  std::vector<std::uint64_t> flushed_at;
+  auto w = write_trace(o, [&](vs::TraceWriter& wr, MemorySink::State& state) {
+    for (std::uint32_t i = 0; i < 1200; ++i) {
+      if (i % 40 == 0) REQUIRE(wr.put_blob(normal_f16(48, i), 2).has_value());
+      REQUIRE(wr.append_event(synthetic_event(i)).has_value());
+      REQUIRE(wr.flush().has_value());
+      std::lock_guard lk(state.mu);
+      flushed_at.push_back(state.bytes.size());
+    }
+  });
+  const Bytes& full = w.bytes;
+  auto whole = open_ok(full);
+  const auto frames = whole->frames();
+  REQUIRE(frames.size() > 10);
+  std::vector<std::uint64_t> decodable_at = flushed_at;
+  for (const auto& f : frames) {
+    const std::uint64_t end = f.file_offset + f.compressed_bytes;
+    for (std::uint64_t i = f.first_event; i < f.first_event + f.event_count; ++i) {
+      if (flushed_at[i] == end) decodable_at[i] = end - 4;
+    }
+  }
+  const std::uint64_t data_begin = header_end(full);
+  const std::uint64_t foff = footer_offset(full);
+
+  std::set<std::uint64_t> cuts;
+  for (std::uint64_t c = 0; c < full.size(); c += 997) cuts.insert(c);
+  for (std::uint64_t c = full.size() - 64; c < full.size(); ++c) cuts.insert(c);
+  std::uint64_t prefix_cases = 0;
+  for (const std::uint64_t cut : cuts) {
+    INFO("cut at " << cut << " of " << full.size());
+    auto opened = open_bytes(Bytes(full.begin(), full.begin() + static_cast<std::ptrdiff_t>(cut)));
+    if (cut < data_begin) {
+      REQUIRE_FALSE(opened.has_value());
+      const auto k = opened.error().kind;
+      CHECK((k == vs::TraceErrorKind::kNotATrace || k == vs::TraceErrorKind::kTruncated));
+      continue;
+    }
+    REQUIRE(opened.has_value());
+    auto& r = **opened;
+    CHECK_FALSE(r.complete());
+    const auto expected = static_cast<std::uint64_t>(
+        std::count_if(decodable_at.begin(), decodable_at.end(), [&](std::uint64_t at) { return at <= cut; }));
+    std::uint64_t expected_cut = foff;
+    for (const auto& f : frames) {
+      if (f.file_offset + f.compressed_bytes > cut) {
+        expected_cut = f.file_offset;
+        break;
+      }
+    }
+    CHECK(r.recovery().events_recovered == expected);
+    CHECK(r.event_count() == expected);
+    CHECK(r.recovery().cut_offset == expected_cut);
+    CHECK(r.recovery().file_bytes == cut);
+    if (expected_cut < foff && !r.frames().empty() && !r.frames().back().complete &&
+        r.frames().back().event_count > 0) {
+      ++prefix_cases;
+    }
+    const auto events = all_events(r);
+    REQUIRE(events.size() == expected);
+    for (std::uint32_t i = 0; i < expected; ++i) CHECK(events[i] == synthetic_event(i));
+  }
+  CHECK(prefix_cases > 0);  // some cuts did land inside a frame with decodable records
+}
+
+TEST_CASE("a single flipped bit in any data frame is detected and names the frame", "[schema]") {
+  const auto w = standard_trace(1500, 150);
+  const Bytes& good = w.bytes;
+  auto reference = open_ok(good);
+  const auto frames = reference->frames();
+  REQUIRE(frames.size() >= 4);
+  for (std::size_t fi = 0; fi < frames.size(); ++fi) {
+    const auto& f = frames[fi];
+    const std::string name = fmt::format("frame {} at offset {}", fi, f.file_offset);
+    for (std::uint64_t at = f.file_offset; at < f.file_offset + f.compressed_bytes; ++at) {
+      Bytes bad = good;
+      bad[at] = static_cast<std::uint8_t>(bad[at] ^ (1u << (at % 8)));
+      INFO("bit " << at % 8 << " of byte " << at << " in " << name);
+      auto r = open_ok(bad);
+      auto v = r->visit_events(0, r->event_count(), [](std::uint64_t, std::span<const std::uint8_t>) { return true; });
+      REQUIRE_FALSE(v.has_value());
+      const auto k = v.error().kind;
+      CHECK((k == vs::TraceErrorKind::kChecksumMismatch || k == vs::TraceErrorKind::kCorrupt ||
+             k == vs::TraceErrorKind::kTooLarge));
+      CHECK_THAT(v.error().message, Catch::Contains(name));
+      CHECK_FALSE(r->verify_all().has_value());
+    }
+  }
+}
+
+TEST_CASE("the zstd command-line tool tests the file and decompresses it to the record stream", "[schema]") {
+  if (std::system("zstd --version > /dev/null 2>&1") != 0) {
+    WARN("zstd command-line tool not found: skipping the zstd CLI check");
+    return;
+  }
+  const auto path = temp_path("cli.vtrace");
+  vs::TraceWriterOptions o;
+  o.frame_target_bytes = 8192;
+  {
+    auto w = vs::TraceWriter::create(vs::open_file_sink(path).value(), test_header(), o).value();
+    for (std::uint32_t i = 0; i < 800; ++i) {
+      REQUIRE(w->append_event(synthetic_event(i)).has_value());
+      if (i % 50 == 0) REQUIRE(w->put_blob(normal_f16(500, i), 2).has_value());
+    }
+    CHECK(std::filesystem::exists(path.string() + ".partial"));
+    CHECK_FALSE(std::filesystem::exists(path));
+    REQUIRE(w->close(Bytes{1, 2}).has_value());
+  }
+  CHECK(std::filesystem::exists(path));
+  CHECK_FALSE(std::filesystem::exists(path.string() + ".partial"));
+  auto r = vs::TraceReader::open(path, synthetic_options()).value();
+  std::uint64_t record_bytes = 0;
+  for (const auto& f : r->frames()) record_bytes += f.content_bytes;
+  REQUIRE(r->frames().size() > 2);
+
+  CHECK(std::system(fmt::format("zstd -q -t '{}'", path.string()).c_str()) == 0);
+  FILE* p = ::popen(fmt::format("zstd -q -dc '{}' | wc -c", path.string()).c_str(), "r");
+  REQUIRE(p != nullptr);
+  char buf[64] = {};
+  const bool got = std::fgets(buf, sizeof buf, p) != nullptr;
+  ::pclose(p);
+  REQUIRE(got);
+  CHECK(std::stoull(buf) == record_bytes);
+  std::filesystem::remove_all(path.parent_path());
+}
+
+TEST_CASE("writing to a full disk fails through close() without hanging", "[schema]") {
+  if (!std::filesystem::exists("/dev/full")) {
+    WARN("/dev/full is missing: skipping the disk-full check");
+    return;
+  }
+  auto sink = vs::open_raw_file_sink("/dev/full");
+  REQUIRE(sink.has_value());
+  vs::TraceWriterOptions o;
+  o.frame_target_bytes = 4096;
+  auto w = vs::TraceWriter::create(std::move(*sink), test_header(), o).value();
+  bool saw_failure = false;
+  for (std::uint32_t i = 0; i < 2000; ++i) {
+    auto e = w->append_event(synthetic_event(i));
+    if (!e) {
+      CHECK(e.error().kind == vs::TraceErrorKind::kWriterFailed);
+      saw_failure = true;
+    }
+  }
+  auto f = w->flush();
+  REQUIRE_FALSE(f.has_value());
+  CHECK(f.error().kind == vs::TraceErrorKind::kWriterFailed);
+  CHECK(saw_failure);
+  CHECK(w->failed());
+  auto later = w->put_blob(normal_f16(8, 1), 2);
+  REQUIRE_FALSE(later.has_value());
+  CHECK(later.error().kind == vs::TraceErrorKind::kWriterFailed);
+  auto c = w->close({});
+  REQUIRE_FALSE(c.has_value());
+  CHECK(c.error().kind == vs::TraceErrorKind::kIo);
+  CHECK_THAT(c.error().message, Catch::Contains("/dev/full"));
+}
+
+TEST_CASE("the timer flush pushes records to the sink without an explicit flush", "[schema]") {
+  auto state = std::make_shared<MemorySink::State>();
+  vs::TraceWriterOptions o;
+  o.flush_interval_ms = 5;
+  auto w = vs::TraceWriter::create(std::make_unique<MemorySink>(state), test_header(), o).value();
+  for (std::uint32_t i = 0; i < 20; ++i) REQUIRE(w->append_event(synthetic_event(i)).has_value());
+  std::uint64_t recovered = 0;
+  for (int tries = 0; tries < 2000 && recovered < 20; ++tries) {  // a generous bound, not a timing check
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    Bytes snapshot;
+    {
+      std::lock_guard lk(state->mu);
+      snapshot = state->bytes;
+    }
+    auto r = open_bytes(snapshot);
+    if (r) recovered = (*r)->event_count();
+  }
+  CHECK(recovered == 20);
+  REQUIRE(w->close({}).has_value());
+}
+
+TEST_CASE("calls after close report that the writer stopped", "[schema]") {
+  auto state = std::make_shared<MemorySink::State>();
+  auto w = vs::TraceWriter::create(std::make_unique<MemorySink>(state), test_header()).value();
+  REQUIRE(w->append_event(synthetic_event(0)).has_value());
+  REQUIRE(w->close({}).has_value());
+  CHECK(state->committed);
+  CHECK(w->append_event(synthetic_event(1)).error().kind == vs::TraceErrorKind::kWriterFailed);
+  CHECK(w->flush().error().kind == vs::TraceErrorKind::kWriterFailed);
+  CHECK_FALSE(w->close({}).has_value());
+}
+
+TEST_CASE("a trace from a newer format major is refused naming both versions", "[schema]") {
+  auto h = test_header();
+  h.format_major = 2;
+  h.format_minor = 0;
+  auto w = write_trace({}, [](vs::TraceWriter& wr, MemorySink::State&) {
+    REQUIRE(wr.append_event(synthetic_event(0)).has_value());
+  }, {}, h);
+  auto r = open_bytes(w.bytes);
+  REQUIRE_FALSE(r.has_value());
+  CHECK(r.error().kind == vs::TraceErrorKind::kUnsupportedVersion);
+  CHECK_THAT(r.error().message, Catch::Contains("2.0") && Catch::Contains("1.x"));
+}
+
+TEST_CASE("random garbage is refused cleanly", "[schema]") {
+  std::mt19937 rng(1234);
+  const auto good = standard_trace(2048, 100).bytes;
+  const Bytes header(good.begin(), good.begin() + static_cast<std::ptrdiff_t>(header_end(good)));
+  for (int round = 0; round < 300; ++round) {
+    Bytes junk(rng() % 4096);
+    for (auto& b : junk) b = static_cast<std::uint8_t>(rng());
+    auto plain = open_bytes(junk);
+    CHECK_FALSE(plain.has_value());
+    // Behind a valid header the junk is scanned as frames; it must still fail or read cleanly.
+    Bytes behind = header;
+    if (round % 2 == 0) {
+      for (int b : {0x28, 0xB5, 0x2F, 0xFD}) behind.push_back(static_cast<std::uint8_t>(b));  // a zstd magic
+    }
+    behind.insert(behind.end(), junk.begin(), junk.end());
+    auto r = open_bytes(behind);
+    if (r) {
+      (void)(*r)->visit_events(0, (*r)->event_count(), [](std::uint64_t, std::span<const std::uint8_t>) { return true; });
+      CHECK_FALSE((*r)->verify_all().has_value());
+    }
+  }
+}
+
+TEST_CASE("a header frame claiming a huge size is refused before allocating", "[schema]") {
+  Bytes b;
+  for (std::uint32_t v : {vs::kHeaderSkippableMagic, 0xFFFFFFF0u}) {
+    for (int i = 0; i < 4; ++i) b.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
+  }
+  b.resize(64, 0);
+  auto r = open_bytes(b);
+  REQUIRE_FALSE(r.has_value());
+  CHECK(r.error().kind == vs::TraceErrorKind::kTooLarge);
+}
+
+TEST_CASE("a footer whose index points outside the file is refused", "[schema]") {
+  const auto good = standard_trace(2048, 200).bytes;
+  REQUIRE(open_bytes(good).has_value());
+  // The rebuild itself is faithful.
+  auto same = open_bytes(with_rebuilt_footer(good, [](auto&, auto&) {}));
+  REQUIRE(same.has_value());
+  CHECK((*same)->verify_all().has_value());
+
+  auto outside = open_bytes(with_rebuilt_footer(good, [](auto& frames, auto&) {
+    frames[1] = frame_with(frames[1], 1ull << 40, frames[1].compressed_bytes(), frames[1].content_bytes());
+  }));
+  REQUIRE_FALSE(outside.has_value());
+  CHECK(outside.error().kind == vs::TraceErrorKind::kCorrupt);
+  CHECK_THAT(outside.error().message, Catch::Contains("frame 1"));
+
+  auto too_long = open_bytes(with_rebuilt_footer(good, [](auto& frames, auto&) {
+    frames.back() = frame_with(frames.back(), frames.back().file_offset(), 1ull << 40, frames.back().content_bytes());
+  }));
+  REQUIRE_FALSE(too_long.has_value());
+  CHECK(too_long.error().kind == vs::TraceErrorKind::kCorrupt);
+
+  auto huge_frame = open_bytes(with_rebuilt_footer(good, [](auto& frames, auto&) {
+    frames[0] = frame_with(frames[0], frames[0].file_offset(), frames[0].compressed_bytes(), 1ull << 40);
+  }));
+  REQUIRE_FALSE(huge_frame.has_value());
+  CHECK(huge_frame.error().kind == vs::TraceErrorKind::kTooLarge);
+
+  auto blob_elsewhere = open_bytes(with_rebuilt_footer(good, [](auto&, auto& blobs) {
+    blobs[0] = blob_with(blobs[0], 999, blobs[0].raw_bytes());
+  }));
+  REQUIRE_FALSE(blob_elsewhere.has_value());
+  CHECK(blob_elsewhere.error().kind == vs::TraceErrorKind::kCorrupt);
+
+  auto huge_blob = open_bytes(with_rebuilt_footer(good, [](auto&, auto& blobs) {
+    blobs[0] = blob_with(blobs[0], blobs[0].frame_index(), 1ull << 40);
+  }));
+  REQUIRE_FALSE(huge_blob.has_value());
+  CHECK(huge_blob.error().kind == vs::TraceErrorKind::kTooLarge);
+
+  Bytes huge_trailer = good;
+  const std::uint64_t claim = 1ull << 40;
+  std::memcpy(huge_trailer.data() + huge_trailer.size() - vs::kTrailerBytes + 8, &claim, 8);
+  auto t = open_bytes(huge_trailer);
+  REQUIRE_FALSE(t.has_value());
+  CHECK(t.error().kind == vs::TraceErrorKind::kTooLarge);
+}
+
+TEST_CASE("hand-made data frames with hostile records fail cleanly", "[schema]") {
+  const auto good = standard_trace(2048, 10).bytes;
+  const Bytes header(good.begin(), good.begin() + static_cast<std::ptrdiff_t>(header_end(good)));
+  auto file_with = [&](const Bytes& records) {
+    Bytes f = header;
+    const Bytes frame = zstd_frame(records);
+    f.insert(f.end(), frame.begin(), frame.end());
+    return f;
+  };
+
+  SECTION("a blob record claiming 1 TiB") {
+    Bytes payload;
+    put_le64(payload, 1);
+    put_le64(payload, 2);
+    put_le64(payload, 1ull << 40);
+    payload.resize(vs::kBlobRecordHeaderBytes + 16, 0);
+    Bytes records;
+    append_record(records, static_cast<std::uint32_t>(payload.size()), 2, payload);
+    auto r = open_bytes(file_with(records));
+    REQUIRE_FALSE(r.has_value());
+    CHECK(r.error().kind == vs::TraceErrorKind::kTooLarge);
+    CHECK_THAT(r.error().message, Catch::Contains("frame 0"));
+  }
+  SECTION("a record length of 4 GiB") {
+    Bytes records;
+    append_record(records, 0xFFFFFFFFu, 1, Bytes(16, 0));
+    auto r = open_bytes(file_with(records));
+    REQUIRE_FALSE(r.has_value());
+    CHECK(r.error().kind == vs::TraceErrorKind::kTooLarge);
+  }
+  SECTION("an unknown record kind") {
+    Bytes records;
+    append_record(records, 8, 1, synthetic_event(0));
+    append_record(records, 4, 7, Bytes{1, 2, 3, 4});
+    auto r = open_bytes(file_with(records));
+    REQUIRE_FALSE(r.has_value());
+    CHECK(r.error().kind == vs::TraceErrorKind::kCorrupt);
+    CHECK_THAT(r.error().message, Catch::Contains("frame 0") && Catch::Contains("unknown kind 7"));
+  }
+  SECTION("a well-formed hand-made frame is read") {
+    Bytes records;
+    const Bytes e = synthetic_event(0);
+    append_record(records, static_cast<std::uint32_t>(e.size()), 1, e);
+    auto r = open_bytes(file_with(records));
+    REQUIRE(r.has_value());
+    CHECK((*r)->event_count() == 1);
+    CHECK(all_events(**r) == std::vector<Bytes>{e});
+  }
+}
