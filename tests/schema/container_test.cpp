@@ -202,7 +202,7 @@ TEST_CASE("events and payloads read back exactly as written, with the header and
   auto events = all_events(*r);
   REQUIRE(events.size() == 300);
   for (std::uint32_t i = 0; i < 300; ++i) CHECK(events[i] == synthetic_event(i));
-  for (std::size_t i = 0; i < payloads.size(); ++i) CHECK(r->blob(ids[i]).value() == payloads[i]);
+  for (std::size_t i = 0; i < payloads.size(); ++i) CHECK((r->blob(ids[i]).value() == payloads[i]));
   CHECK(r->blob(ids.back()).value() == odd);
   CHECK(r->totals().blobs == 21);
   CHECK(r->totals().file_bytes == w.bytes.size());
@@ -228,7 +228,7 @@ TEST_CASE("a payload put 1000 times is stored once", "[schema]") {
   CHECK(w.bytes.size() < 2 * payload.size());  // one copy at most, whatever it compresses to
   auto r = open_ok(w.bytes);
   CHECK(r->totals().blobs == 1);
-  CHECK(r->blob(first).value() == payload);
+  CHECK((r->blob(first).value() == payload));
   CHECK(first == vs::blob_id_of(payload.data(), payload.size()));
 }
 
@@ -248,7 +248,7 @@ TEST_CASE("byte planes round-trip 16-bit payloads and compress N(0,1) f16 data s
     vs::BlobId id;
     auto w = write_trace(o, [&](vs::TraceWriter& wr, MemorySink::State&) { id = wr.put_blob(payload, 2).value(); });
     auto r = open_ok(w.bytes);
-    CHECK(r->blob(id).value() == payload);
+    CHECK((r->blob(id).value() == payload));  // parenthesized: no 1 MiB dump on failure
     return w.bytes.size();
   };
   const auto planes = write_with(true);
