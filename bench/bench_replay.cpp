@@ -125,10 +125,10 @@ double run_replay(const std::filesystem::path& trace, std::string& error) {
 }
 
 void set_throughput(benchmark::State& state, std::uint64_t events, std::uint64_t bytes) {
-  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * events));
-  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * bytes));
+  state.SetItemsProcessed(static_cast<std::int64_t>(static_cast<std::uint64_t>(state.iterations()) * events));
+  state.SetBytesProcessed(static_cast<std::int64_t>(static_cast<std::uint64_t>(state.iterations()) * bytes));
   state.counters["events_per_s"] = benchmark::Counter(
-      static_cast<double>(state.iterations() * events), benchmark::Counter::kIsRate);
+      static_cast<double>(static_cast<std::uint64_t>(state.iterations()) * events), benchmark::Counter::kIsRate);
 }
 
 void BM_Replay_DecodeDirect(benchmark::State& state) {
