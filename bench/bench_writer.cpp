@@ -63,13 +63,14 @@ struct Workload {
   Bytes stream;                    // the same bytes, concatenated, for the zstd baseline
 };
 
-// ~16 MiB of records: 8 events per payload.
+// ~64 MiB of records, 8 events per payload: long enough that the writer's per-session setup
+// (zstd workspace, frame buffers) weighs no more than in a real recording.
 const Workload& workload() {
   static const Workload w = [] {
     Workload out;
     std::mt19937 rng(42);
     std::uint32_t ev = 0;
-    while (out.record_bytes < (16u << 20)) {
+    while (out.record_bytes < (64u << 20)) {
       const std::size_t elems = 8192u * (1u + rng() % 4u);
       out.payloads.push_back(normal_f16(elems, static_cast<std::uint32_t>(out.payloads.size())));
       out.record_bytes += 5 + 32 + out.payloads.back().size();

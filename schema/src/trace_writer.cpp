@@ -24,9 +24,9 @@ namespace {
 
 using namespace detail;
 
-// Records are handed to the compressor in pieces of this size, so compression overlaps appending
-// even inside one frame. One zstd block: smaller pieces would only add hand-over cost.
-constexpr std::size_t kHandoffBytes = 128u << 10;
+// Records reach the compressor at frame end or flush() only. A frame handed over whole is
+// compressed in one ZSTD_compress2 call (the fastest path zstd has; bench/bench_writer.cpp);
+// frames with flush points are streamed. Compression of frame k overlaps appending to frame k+1.
 constexpr std::uint64_t kMaxFrameTarget = 256ull << 20;
 
 struct BlobIdHash {
@@ -38,6 +38,7 @@ struct FrameMeta {
   std::uint64_t first_event = 0;
   std::uint64_t event_count = 0;
   std::uint64_t blob_count = 0;
+  XXH128_hash_t content_hash{};  // set at frame end
 };
 
 struct Job {
@@ -87,10 +88,12 @@ struct TraceWriter::Impl {
   std::vector<container::FrameEntry> frames;  // appended by the worker at each frame end
   std::uint64_t file_pos = 0;                 // bytes handed to the sink (worker writes it)
 
+  XXH3_state_t* content_state = nullptr;  // of the frame being filled
+
   // --- worker only
   ZSTD_CCtx* cctx = nullptr;
-  XXH3_state_t* content_state = nullptr;
   XXH3_state_t* compressed_state = nullptr;
+  std::vector<std::uint8_t> whole_out;  // output of one-shot frames
   bool in_frame = false;
   std::uint64_t frame_offset = 0;
   std::vector<std::uint8_t> out;
@@ -111,8 +114,14 @@ struct TraceWriter::Impl {
   // Called with mu held. Hands the current chunk to the worker; blocks while more than one frame's
   // worth of records is already waiting (the memory bound).
   void submit_locked(std::unique_lock<std::mutex>& lk, ZSTD_EndDirective directive) {
-    const std::uint64_t cap = std::max<std::uint64_t>(options.frame_target_bytes, kHandoffBytes);
+    const std::uint64_t cap = options.frame_target_bytes;
     cv_done.wait(lk, [&] { return error.has_value() || queued_bytes <= cap; });
+    // The content hash is taken here, on the appending thread, which has the lighter load.
+    if (!chunk.empty()) XXH3_128bits_update(content_state, chunk.data(), chunk.size());
+    if (directive == ZSTD_e_end) {
+      frame.content_hash = XXH3_128bits_digest(content_state);
+      XXH3_128bits_reset(content_state);
+    }
     Job job;
     job.data = std::move(chunk);
     job.directive = directive;
@@ -122,6 +131,7 @@ struct TraceWriter::Impl {
       spare.pop_back();
     } else {
       chunk = {};
+      chunk.reserve(chunk_reserve());
     }
     chunk.clear();
     if (error) return;  // the worker is stopped; drop the records
@@ -130,13 +140,14 @@ struct TraceWriter::Impl {
     cv_work.notify_one();
   }
 
+  // A frame's worth up front: growing a 2 MiB chunk by doubling would copy it several times.
+  std::size_t chunk_reserve() const {
+    return static_cast<std::size_t>(std::min<std::uint64_t>(options.frame_target_bytes, 8u << 20) + (64u << 10));
+  }
+
   void after_append_locked(std::unique_lock<std::mutex>& lk) {
     frame_unflushed = true;
-    if (frame.content_bytes >= options.frame_target_bytes) {
-      end_frame_locked(lk);
-    } else if (chunk.size() >= kHandoffBytes) {
-      submit_locked(lk, ZSTD_e_continue);
-    }
+    if (frame.content_bytes >= options.frame_target_bytes) end_frame_locked(lk);
   }
 
   void end_frame_locked(std::unique_lock<std::mutex>& lk) {
@@ -174,15 +185,14 @@ struct TraceWriter::Impl {
       file_pos += job.data.size();
       return {};
     }
+    if (!in_frame && job.directive == ZSTD_e_end) return process_whole_frame(job);
     if (!in_frame) {
       ZSTD_CCtx_reset(cctx, ZSTD_reset_session_only);
-      XXH3_128bits_reset(content_state);
       XXH3_128bits_reset(compressed_state);
       std::lock_guard lk(mu);
       frame_offset = file_pos;
       in_frame = true;
     }
-    if (!job.data.empty()) XXH3_128bits_update(content_state, job.data.data(), job.data.size());
     ZSTD_inBuffer in{job.data.data(), job.data.size(), 0};
     for (;;) {
       ZSTD_outBuffer o{out.data(), out.size(), 0};
@@ -199,16 +209,42 @@ struct TraceWriter::Impl {
     if (job.directive != ZSTD_e_continue) {
       if (auto f = sink->flush(); !f) return f;
     }
-    if (job.directive == ZSTD_e_end) {
-      std::lock_guard lk(mu);
-      frames.emplace_back(frame_offset, file_pos - frame_offset, job.meta.content_bytes,
-                          job.meta.first_event, job.meta.event_count, job.meta.blob_count,
-                          to_fb(XXH3_128bits_digest(content_state)),
-                          to_fb(XXH3_128bits_digest(compressed_state)));
-      stats.frames = frames.size();
-      in_frame = false;
-    }
+    if (job.directive == ZSTD_e_end) record_frame(job.meta);
     return {};
+  }
+
+  TraceResult<void> process_whole_frame(Job& job) {
+    whole_out.resize(ZSTD_compressBound(job.data.size()));
+    const std::size_t n = ZSTD_compress2(cctx, whole_out.data(), whole_out.size(),
+                                         job.data.data(), job.data.size());
+    if (ZSTD_isError(n)) {
+      return std::unexpected(make_error(
+          TraceErrorKind::kIo, fmt::format("zstd cannot compress frame {} of {}: {}",
+                                           frames.size(), sink->describe(), ZSTD_getErrorName(n))));
+    }
+    XXH3_128bits_reset(compressed_state);
+    XXH3_128bits_update(compressed_state, whole_out.data(), n);
+    {
+      std::lock_guard lk(mu);
+      frame_offset = file_pos;
+    }
+    if (auto r = sink->write(std::span<const std::uint8_t>(whole_out.data(), n)); !r) return r;
+    if (auto r = sink->flush(); !r) return r;
+    {
+      std::lock_guard lk(mu);
+      file_pos += n;
+    }
+    record_frame(job.meta);
+    return {};
+  }
+
+  void record_frame(const FrameMeta& meta) {
+    std::lock_guard lk(mu);
+    frames.emplace_back(frame_offset, file_pos - frame_offset, meta.content_bytes,
+                        meta.first_event, meta.event_count, meta.blob_count,
+                        to_fb(meta.content_hash), to_fb(XXH3_128bits_digest(compressed_state)));
+    stats.frames = frames.size();
+    in_frame = false;
   }
 
   void run() {
@@ -224,6 +260,7 @@ struct TraceWriter::Impl {
           next_timer = std::chrono::steady_clock::now() + interval;
           if (frame_unflushed && !error && !closed) {
             frame_unflushed = false;
+            XXH3_128bits_update(content_state, chunk.data(), chunk.size());
             Job job;
             job.data = std::move(chunk);
             chunk = {};
@@ -343,6 +380,7 @@ TraceResult<std::unique_ptr<TraceWriter>> TraceWriter::create(std::unique_ptr<By
   auto impl = std::make_unique<Impl>(std::move(sink), options);
   impl->cctx = ZSTD_createCCtx();
   impl->content_state = XXH3_createState();
+  if (impl->content_state != nullptr) XXH3_128bits_reset(impl->content_state);
   impl->compressed_state = XXH3_createState();
   if (impl->cctx == nullptr || impl->content_state == nullptr || impl->compressed_state == nullptr) {
     return std::unexpected(make_error(TraceErrorKind::kIo, "cannot allocate the zstd context"));
@@ -350,6 +388,7 @@ TraceResult<std::unique_ptr<TraceWriter>> TraceWriter::create(std::unique_ptr<By
   ZSTD_CCtx_setParameter(impl->cctx, ZSTD_c_compressionLevel, options.zstd_level);
   ZSTD_CCtx_setParameter(impl->cctx, ZSTD_c_checksumFlag, 1);
   impl->out.resize(ZSTD_CStreamOutSize());
+  impl->chunk.reserve(impl->chunk_reserve());
   if (auto r = impl->queue_header(header); !r) {
     impl->closed = true;
     return std::unexpected(r.error());
