@@ -144,7 +144,7 @@ void BM_Writer_Throughput(benchmark::State& state) {
     }
     file_bytes = writer->close({}).value().file_bytes;
   }
-  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * w.record_bytes));
+  state.SetBytesProcessed(static_cast<std::int64_t>(static_cast<std::uint64_t>(state.iterations()) * w.record_bytes));
   state.counters["ratio"] = static_cast<double>(w.record_bytes) / static_cast<double>(file_bytes);
   state.counters["file_MiB"] = static_cast<double>(file_bytes) / (1 << 20);
 }
@@ -172,7 +172,7 @@ void BM_Zstd_Compress2(benchmark::State& state) {
     benchmark::DoNotOptimize(out.data());
   }
   ZSTD_freeCCtx(cctx);
-  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * stream.size()));
+  state.SetBytesProcessed(static_cast<std::int64_t>(static_cast<std::uint64_t>(state.iterations()) * stream.size()));
   state.counters["ratio"] = static_cast<double>(stream.size()) / static_cast<double>(compressed);
 }
 BENCHMARK(BM_Zstd_Compress2)->Arg(1)->Arg(3)->Arg(6)->Unit(benchmark::kMillisecond)->UseRealTime();
@@ -194,7 +194,7 @@ void BM_BytePlanes(benchmark::State& state) {
     c = ZSTD_compress(out.data(), out.size(), input.data(), input.size(), level);
     benchmark::DoNotOptimize(out.data());
   }
-  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * input.size()));
+  state.SetBytesProcessed(static_cast<std::int64_t>(static_cast<std::uint64_t>(state.iterations()) * input.size()));
   state.counters["ratio"] = static_cast<double>(input.size()) / static_cast<double>(c);
   state.counters["compressed_MiB"] = static_cast<double>(c) / (1 << 20);
 }

@@ -1,7 +1,4 @@
 // Smoke tests of the `vtrace` executable: real output content and documented exit codes.
-// GCC 12 reports -Wnull-dereference inside libstdc++ stream buffers inlined into the file
-// reading below (a known false positive at -O2).
-#pragma GCC diagnostic ignored "-Wnull-dereference"
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>

@@ -1,7 +1,3 @@
-// GCC 12 cannot prove std::vector::data() non-null after the emptiness checks of the byte
-// patching below and warns inside the inlined FlatBuffers accessors; the tests REQUIRE sizes.
-#pragma GCC diagnostic ignored "-Wnull-dereference"
-
 #include <catch2/catch.hpp>
 
 #include <fmt/format.h>
