@@ -58,6 +58,8 @@ rt::Result<std::unique_ptr<rt::DeviceRuntime>> open_runtime(std::string_view nam
   const char* capture = std::getenv("VTRACE_CAPTURE");
   if (capture == nullptr || *capture == '\0') return registry.open(name, options);
 
+  // RecorderOptions' defaults, flush_before_submit included: a captured product that dies inside
+  // a submit leaves that submit's batch in the trace.
   RecorderOptions recorder;
   auto level = env_number<int>("VTRACE_CAPTURE_LEVEL", recorder.writer.zstd_level, 1, 19);
   if (!level) return std::unexpected(level.error());

@@ -3,6 +3,9 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iterator>
 #include <set>
 #include <thread>
 
@@ -464,13 +467,14 @@ TEST_CASE("four threads recording at once lose no event") {
 namespace {
 
 // A runtime that forwards to the reference runtime and, inside submit, reads the trace recorded
-// so far: the recorder's intent event must already be there, before the submit returns.
+// so far (the bytes `peek` returns: a memory sink's, or a .partial file's) and notes the kind of
+// the last event a crash at that point would leave behind ("none" when there is none).
 class PeekingRuntime final : public vtrace::runtime::DeviceRuntime {
  public:
-  PeekingRuntime(std::unique_ptr<vtrace::runtime::DeviceRuntime> inner,
-                 std::shared_ptr<MemorySink::State> sink)
-      : inner_(std::move(inner)), sink_(std::move(sink)) {}
-  std::vector<std::string> last_kind_seen_in_submit;
+  using Peek = std::function<std::vector<std::uint8_t>()>;
+  PeekingRuntime(std::unique_ptr<vtrace::runtime::DeviceRuntime> inner, Peek peek,
+                 std::shared_ptr<std::vector<std::string>> seen)
+      : inner_(std::move(inner)), peek_(std::move(peek)), seen_(std::move(seen)) {}
 
   const rt::DeviceDescriptor& descriptor() const override { return inner_->descriptor(); }
   rt::AttentionExecutionPolicy attention_execution_policy() const override {
@@ -508,8 +512,8 @@ class PeekingRuntime final : public vtrace::runtime::DeviceRuntime {
   std::expected<rt::FencePtr, rt::DefinitelyNotSubmitted> submit(rt::Stream& s,
                                                                  rt::CommandBatch b) override {
     // What a crash here would leave behind: the bytes written so far, read as a recovered file.
-    auto reader = vtrace::schema::TraceReader::open(
-        vtrace::schema::memory_source(sink_->copy(), "partial.vtrace"));
+    auto reader =
+        vtrace::schema::TraceReader::open(vtrace::schema::memory_source(peek_(), "partial.vtrace"));
     std::string last = "none";
     if (reader) {
       const auto n = (*reader)->event_count();
@@ -520,7 +524,7 @@ class PeekingRuntime final : public vtrace::runtime::DeviceRuntime {
         });
       }
     }
-    last_kind_seen_in_submit.push_back(last);
+    seen_->push_back(last);
     return inner_->submit(s, std::move(b));
   }
   rt::FenceQuery query_fence(const rt::Fence& f) const override { return inner_->query_fence(f); }
@@ -543,23 +547,82 @@ class PeekingRuntime final : public vtrace::runtime::DeviceRuntime {
 
  private:
   std::unique_ptr<vtrace::runtime::DeviceRuntime> inner_;
-  std::shared_ptr<MemorySink::State> sink_;
+  Peek peek_;
+  std::shared_ptr<std::vector<std::string>> seen_;
 };
 
-}  // namespace
-
-TEST_CASE("a submit's intent is on disk before the wrapped submit returns") {
+// Records run_small_workload(8, 1, 2) to memory with `options`; returns, for each submit, the
+// last event kind the sink held while the wrapped submit ran.
+std::vector<std::string> kinds_seen_in_submit(const RecorderOptions& options) {
   auto sink = std::make_shared<MemorySink::State>();
-  auto peeking = std::make_unique<PeekingRuntime>(make_reference(), sink);
-  auto* peek = peeking.get();
-  RecorderOptions options;
-  options.flush_before_submit = true;
+  auto seen = std::make_shared<std::vector<std::string>>();
+  auto peeking = std::make_unique<PeekingRuntime>(
+      make_reference(), [sink] { return sink->copy(); }, seen);
   auto rec = record_to_memory(std::move(peeking), sink, options);
   (void)run_small_workload(*rec, 8, 1, 2);
   REQUIRE(rec->close().has_value());
+  return *seen;
+}
+
+}  // namespace
+
+TEST_CASE("a submit's intent is on disk before the wrapped submit runs, by default") {
+  const RecorderOptions defaults;
+  CHECK(defaults.flush_before_submit);
+  const auto seen = kinds_seen_in_submit(defaults);
   // 1 weight upload + 2 steps.
-  REQUIRE(peek->last_kind_seen_in_submit.size() == 3);
-  for (const auto& kind : peek->last_kind_seen_in_submit) CHECK(kind == "SubmitBegin");
+  REQUIRE(seen.size() == 3);
+  for (const auto& kind : seen) CHECK(kind == "SubmitBegin");
+}
+
+TEST_CASE("with flush_before_submit off a submit's intent waits in memory for the next fence wait") {
+  RecorderOptions options;
+  options.flush_before_submit = false;
+  const auto seen = kinds_seen_in_submit(options);
+  REQUIRE(seen.size() == 3);
+  // Nothing was flushed before the first submit; later ones see what the previous wait flushed.
+  CHECK(seen[0] == "none");
+  for (const auto& kind : seen) CHECK(kind != "SubmitBegin");
+}
+
+TEST_CASE("VTRACE_CAPTURE records a submit's intent before the wrapped submit runs") {
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("vtrace_capture_intent_test_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const auto path = dir / "intent.vtrace";
+  // A registry whose runtime peeks at the capture's .partial file from inside submit (the file
+  // is numbered when this process captured before, so it is found by its extension).
+  auto seen = std::make_shared<std::vector<std::string>>();
+  vtrace::runtime::RuntimeRegistry registry;
+  registry.add("peeking", "reference, peeking at the capture file in submit",
+               [seen, dir](const vtrace::runtime::RuntimeOpenOptions&)
+                   -> vtrace::runtime::Result<std::unique_ptr<vtrace::runtime::DeviceRuntime>> {
+                 auto read_partial = [dir] {
+                   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+                     if (entry.path().extension() != ".partial") continue;
+                     std::ifstream in(entry.path(), std::ios::binary);
+                     return std::vector<std::uint8_t>(std::istreambuf_iterator<char>(in), {});
+                   }
+                   return std::vector<std::uint8_t>();
+                 };
+                 return std::make_unique<PeekingRuntime>(make_reference(), read_partial, seen);
+               });
+  ::setenv("VTRACE_CAPTURE", path.c_str(), 1);
+  {
+    auto captured = vtrace::recorder::open_runtime("peeking", {}, registry);
+    ::unsetenv("VTRACE_CAPTURE");
+    REQUIRE(captured.has_value());
+    REQUIRE(dynamic_cast<RecordingRuntime*>(captured->get()) != nullptr);
+    (void)run_small_workload(**captured, 8, 1, 2);
+  }
+  REQUIRE(seen->size() == 3);
+  for (const auto& kind : *seen) CHECK(kind == "SubmitBegin");
+  std::vector<std::filesystem::path> files;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) files.push_back(entry.path());
+  REQUIRE(files.size() == 1);  // finalised: renamed from .partial
+  CHECK(files[0].extension() == ".vtrace");
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("VTRACE_CAPTURE makes open_runtime record to the named file") {

@@ -13,6 +13,8 @@
 //   VTRACE_CAPTURE_FLUSH_MS=N   timer flush every N ms (default 0 = off): bounds what a crash can
 //                               lose at the cost of byte-identical files.
 //   VTRACE_CAPTURE_WORKLOAD=txt free text stored in the trace metadata (`vtrace info`).
+// Everything else keeps RecorderOptions' defaults (flush_before_submit on: a product that dies
+// inside a submit leaves that batch in the trace).
 // A recording opened this way is finalised by the recorder's destructor (when the product drops
 // the runtime); a product that wants the close status can dynamic_cast to RecordingRuntime.
 //

@@ -18,8 +18,9 @@
 //  - objects are named by ordinals the recorder assigns; a handle it did not create is "foreign"
 //    and is introduced once by a ForeignObjectSeen event (identified by address, so a foreign
 //    object freed and another created at the same address share an ordinal).
-// The trace is flushed to the sink before every wait_fence (and before every submit when
-// RecorderOptions::flush_before_submit is set), so a run that dies there leaves a recoverable file.
+// The trace is flushed to the sink before every wait_fence and, unless
+// RecorderOptions::flush_before_submit is turned off, right after every SubmitBegin (before the
+// wrapped submit runs), so a run that dies in either leaves a recoverable file holding the call.
 //
 // Failure of the trace (disk full, I/O error): the product keeps running unchanged, the recorder
 // stops recording (recording_failed() turns true), close() returns the first write error, and
@@ -49,9 +50,14 @@ struct RecorderOptions {
   schema::TraceWriterOptions writer;
   // Free text stored in the trace metadata (shown by `vtrace info`).
   std::string workload_description;
-  // Flush the trace to the sink right after each SubmitBegin, so a crash inside the wrapped
-  // submit leaves the intent on disk. Costs one block flush per submit; off by default.
-  bool flush_before_submit = false;
+  // Flush the trace to the sink right after each SubmitBegin (submit and submit_guarded), before
+  // the wrapped submit runs: a run that dies inside a submit still leaves in the trace the batch
+  // it died on (the SubmitBegin and every upload payload it references). On by default; the
+  // flush at the following wait_fence then finds almost nothing left, so the cost is one zstd
+  // block flush and one hand-over to the writer's thread per submit (bench/bench_recorder.cpp,
+  // docs/FORMAT.md "Events"). Off: the intent reaches the sink at the next wait_fence, so a crash
+  // inside a submit loses the events recorded since the previous wait.
+  bool flush_before_submit = true;
 };
 
 // close(): the writer's statistics, or the first trace error (the one that stopped recording).
