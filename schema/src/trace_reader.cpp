@@ -39,7 +39,31 @@ struct Decoded {
   std::uint64_t consumed = 0;  // compressed bytes of the frame (input read when cut)
   bool complete = false;
   BlobId compressed_hash;
+  // One entry per zstd call that produced content: the compressed and content bytes before and
+  // after it. decode() never feeds zstd past the end of the current block, so a call covers one
+  // block or, for a raw block, the part of it that was available.
+  struct Step {
+    std::uint64_t in_before = 0, in_after = 0, out_before = 0, out_after = 0;
+  };
+  std::vector<Step> progress;
+
+  // The fewest compressed bytes that produce the first `content_bytes` bytes of content: what a
+  // cut frame's recovered prefix costs in the file. Compressed blocks decode whole; a raw block
+  // (as many bytes in as out: zstd stores a block raw unless compressing makes it smaller) decodes
+  // byte by byte.
+  std::uint64_t compressed_for(std::uint64_t content_bytes) const {
+    if (content_bytes == 0) return 0;
+    for (const Step& s : progress) {
+      if (s.out_after < content_bytes) continue;
+      const bool raw = s.in_after - s.in_before == s.out_after - s.out_before;
+      return raw ? s.in_before + (content_bytes - s.out_before) : s.in_after;
+    }
+    return consumed;
+  }
 };
+
+// RFC 8878: every zstd block starts with a 3-byte header.
+constexpr std::size_t kZstdBlockHeaderBytes = 3;
 
 struct Record {
   std::uint64_t offset = 0;  // of the u32 length, inside the decompressed frame
@@ -224,12 +248,23 @@ struct TraceReader::Impl {
     d.content.resize(static_cast<std::size_t>(std::min(expected_content, kMaxFrameContentBytes)) +
                      kOutSlack);
     std::size_t produced = 0;
+    // How much to give zstd next. First the frame header alone (ZSTD_nextInputType describes the
+    // previous frame until the header is decoded), then zstd's own hint, but never the next
+    // block's header together with the current block's content: each call then ends on a block
+    // boundary, which is what makes `progress` exact.
+    std::size_t want = kReadChunk;
+    if (limit - offset >= ZSTD_FRAMEHEADERSIZE_PREFIX(ZSTD_f_zstd1)) {
+      std::array<std::uint8_t, ZSTD_FRAMEHEADERSIZE_PREFIX(ZSTD_f_zstd1)> prefix{};
+      if (auto r = src->read_at(offset, prefix); !r) return std::unexpected(r.error());
+      const std::size_t hsize = ZSTD_frameHeaderSize(prefix.data(), prefix.size());
+      if (!ZSTD_isError(hsize)) want = hsize;  // else zstd reports the damage on the first call
+    }
     std::vector<std::uint8_t> in_buf(static_cast<std::size_t>(std::min<std::uint64_t>(kReadChunk, limit - offset)));
     std::uint64_t pos = offset;
     while (!d.complete && pos < limit) {
       const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(in_buf.size(), limit - pos));
       if (auto r = src->read_at(pos, std::span(in_buf.data(), n)); !r) return std::unexpected(r.error());
-      ZSTD_inBuffer in{in_buf.data(), n, 0};
+      std::size_t in_pos = 0;
       for (;;) {
         if (d.content.size() - produced < kOutSlack) {
           if (d.content.size() >= kMaxFrameContentBytes) {
@@ -241,9 +276,9 @@ struct TraceReader::Impl {
           d.content.resize(static_cast<std::size_t>(std::min<std::uint64_t>(
               kMaxFrameContentBytes, std::max(d.content.size() * 2, d.content.size() + kOutSlack))));
         }
+        ZSTD_inBuffer in{in_buf.data(), in_pos + std::min(want, n - in_pos), in_pos};
         ZSTD_outBuffer o{d.content.data() + produced, d.content.size() - produced, 0};
         const std::size_t ret = ZSTD_decompressStream(dctx, &o, &in);
-        produced += o.pos;
         if (ZSTD_isError(ret)) {
           const ZSTD_ErrorCode code = ZSTD_getErrorCode(ret);
           if (code == ZSTD_error_checksum_wrong) {
@@ -258,14 +293,31 @@ struct TraceReader::Impl {
           return std::unexpected(make_error(
               kind, fmt::format("{} is corrupt: {}", frame_where(index, offset), ZSTD_getErrorName(ret))));
         }
+        const bool moved = in.pos > in_pos || o.pos > 0;
+        if (o.pos > 0) {
+          d.progress.push_back(Decoded::Step{pos - offset + in_pos, pos - offset + in.pos, produced,
+                                             produced + o.pos});
+        }
+        in_pos = in.pos;
+        produced += o.pos;
         if (ret == 0) {
           d.complete = true;
           break;
         }
-        if (in.pos == in.size && o.pos < o.size) break;  // needs more input
+        if (!moved) {
+          return std::unexpected(make_error(
+              TraceErrorKind::kCorrupt,
+              fmt::format("{}: zstd makes no progress at compressed byte {}",
+                          frame_where(index, offset), pos - offset + in_pos)));
+        }
+        want = ret;
+        if (ZSTD_nextInputType(dctx) == ZSTDnit_block && want > kZstdBlockHeaderBytes) {
+          want -= kZstdBlockHeaderBytes;
+        }
+        if (in_pos == n && o.pos < o.size) break;  // needs more input
       }
-      XXH3_128bits_update(hs, in_buf.data(), in.pos);
-      pos += in.pos;
+      XXH3_128bits_update(hs, in_buf.data(), in_pos);
+      pos += in_pos;
     }
     d.consumed = pos - offset;
     d.content.resize(produced);
@@ -326,8 +378,21 @@ struct TraceReader::Impl {
     return content;
   }
 
-  // Decodes the data frames in [begin, end). See ScanMode.
+  // Decodes the data frames in [begin, end). See ScanMode. The blob index comes back sorted by
+  // id (first occurrence kept) however the scan ends: blob() bisects it.
   TraceResult<ScanOut> scan(std::uint64_t begin, std::uint64_t end, ScanMode mode) {
+    auto out = scan_frames(begin, end, mode);
+    if (!out) return out;
+    std::stable_sort(out->blobs.begin(), out->blobs.end(),
+                     [](const BlobLoc& a, const BlobLoc& b) { return a.id < b.id; });
+    out->blobs.erase(std::unique(out->blobs.begin(), out->blobs.end(),
+                                 [](const BlobLoc& a, const BlobLoc& b) { return a.id == b.id; }),
+                     out->blobs.end());
+    return out;
+  }
+
+  // scan() without the sorting: the blob index is in file order.
+  TraceResult<ScanOut> scan_frames(std::uint64_t begin, std::uint64_t end, ScanMode mode) {
     ScanOut out;
     std::uint64_t pos = begin;
     std::uint64_t payload_events = 0;
@@ -372,7 +437,6 @@ struct TraceReader::Impl {
       }
       FrameInfo info;
       info.file_offset = pos;
-      info.compressed_bytes = d->consumed;
       info.first_event = out.events;
       info.complete = d->complete;
       std::vector<BlobLoc> found;
@@ -398,6 +462,9 @@ struct TraceReader::Impl {
       });
       if (!parsed) return std::unexpected(parsed.error());
       info.content_bytes = *parsed;
+      // A cut frame counts the compressed bytes of its recovered prefix only, so that content
+      // and compressed bytes describe the same data (totals(), `vtrace info`).
+      info.compressed_bytes = d->complete ? d->consumed : d->compressed_for(*parsed);
       info.content_hash = blob_id_of(d->content.data(), static_cast<std::size_t>(*parsed));
       out.events += info.event_count;
       payload_events += info.event_count;
@@ -413,11 +480,6 @@ struct TraceReader::Impl {
     }
     out.data_end = pos;
     out.ends_cleanly = pos == end;
-    std::stable_sort(out.blobs.begin(), out.blobs.end(),
-                     [](const BlobLoc& a, const BlobLoc& b) { return a.id < b.id; });
-    out.blobs.erase(std::unique(out.blobs.begin(), out.blobs.end(),
-                                [](const BlobLoc& a, const BlobLoc& b) { return a.id == b.id; }),
-                    out.blobs.end());
     return out;
   }
 
