@@ -5,6 +5,7 @@
 
 #include <charconv>
 #include <cstdio>
+#include <filesystem>
 #include <optional>
 
 namespace vtrace::cli {
@@ -69,6 +70,45 @@ void Progress::update(std::uint64_t done, std::uint64_t total) {
 
 void print_error(std::string_view message) {
   std::fprintf(stderr, "vtrace: %.*s\n", static_cast<int>(message.size()), message.data());
+}
+
+void print_warning(std::string_view message) {
+  std::fprintf(stderr, "vtrace: warning: %.*s\n", static_cast<int>(message.size()),
+               message.data());
+}
+
+std::string about_file(std::string_view file, std::string_view message) {
+  if (!file.empty() && message.find(file) != std::string_view::npos) return std::string(message);
+  return fmt::format("{}: {}", file, message);
+}
+
+// Refuses an output path that cannot become a trace file before anything runs: an existing
+// directory, device or other non-regular file (the .partial would be renamed over it), or a
+// missing directory.
+std::optional<std::string> unusable_output(const std::string& output, std::string_view what,
+                                           bool devices_ok) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path path(output);
+  const auto status = fs::status(path, ec);
+  if (fs::exists(status) && !fs::is_regular_file(status) &&
+      (!devices_ok || fs::is_directory(status))) {
+    return fmt::format("{} exists and is {}; expected a new or regular file to write {} to",
+                       output, fs::is_directory(status) ? "a directory" : "not a regular file", what);
+  }
+  const fs::path parent = path.parent_path().empty() ? fs::path(".") : path.parent_path();
+  if (!fs::is_directory(parent, ec)) {
+    return fmt::format("{}: the directory {} does not exist", output, parent.string());
+  }
+  return std::nullopt;
+}
+
+// "; the events recorded so far are in OUT.partial" when the writer left one, else "".
+std::string partial_note(const std::string& output) {
+  std::error_code ec;
+  const std::string partial = output + ".partial";
+  if (!std::filesystem::is_regular_file(partial, ec)) return "";
+  return fmt::format("; the events recorded so far are in {}", partial);
 }
 
 std::string human_bytes(std::uint64_t bytes) {

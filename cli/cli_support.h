@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <expected>
 #include <limits>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -31,6 +32,21 @@ class Progress {
 
 // "vtrace: <message>" on stderr.
 void print_error(std::string_view message);
+// "vtrace: warning: <message>" on stderr (printed even with --quiet: it qualifies the result).
+void print_warning(std::string_view message);
+
+// "<file>: <message>", unless the message already names the file (the trace layer's errors do),
+// so that every error names its file exactly once.
+std::string about_file(std::string_view file, std::string_view message);
+
+// Why `output` cannot become a trace file, checked before anything runs: it exists and is a
+// directory, a device or another non-regular file (the .partial would be renamed over it), or its
+// directory does not exist. devices_ok: a device or pipe is fine (a report to /dev/stdout, not a
+// trace renamed over /dev/full). nullopt when it can.
+std::optional<std::string> unusable_output(const std::string& output, std::string_view what,
+                                           bool devices_ok);
+// "; the events recorded so far are in OUT.partial" when the writer left one there, else "".
+std::string partial_note(const std::string& output);
 
 // Human-readable byte count: "1.5 MiB".
 std::string human_bytes(std::uint64_t bytes);

@@ -27,6 +27,10 @@ int run_demo(const DemoOptions& o) {
     return kExitUsage;
   }
   const auto trace = std::filesystem::path(o.out) / "decode.vtrace";
+  if (auto bad = unusable_output(trace.string(), "the trace", false)) {
+    print_error(*bad);
+    return kExitUsage;
+  }
   const auto& registry = runtime::default_registry();
   auto inner = registry.open("reference");
   if (!inner) {
@@ -39,8 +43,7 @@ int run_demo(const DemoOptions& o) {
   options.workload_description = spec.describe();
   auto recording = recorder::RecordingRuntime::create(std::move(*inner), "reference", trace, options);
   if (!recording) {
-    print_error(fmt::format("{}: cannot start recording: {}", trace.string(),
-                            recording.error().message()));
+    print_error(about_file(trace.string(), "cannot start recording: " + recording.error().message()));
     return kExitUsage;
   }
   const auto t0 = std::chrono::steady_clock::now();
@@ -48,7 +51,9 @@ int run_demo(const DemoOptions& o) {
   auto closed = (*recording)->close();
   const auto t1 = std::chrono::steady_clock::now();
   if (!closed) {
-    print_error(fmt::format("{}: writing the trace failed: {}", trace.string(), closed.error().message));
+    print_error(about_file(trace.string(), fmt::format("writing the trace failed: {}{}",
+                                                       closed.error().message,
+                                                       partial_note(trace.string()))));
     return kExitUsage;
   }
   if (!report) {
@@ -58,7 +63,7 @@ int run_demo(const DemoOptions& o) {
   auto replayed = replayer::replay_trace(trace, {}, registry);
   const auto t2 = std::chrono::steady_clock::now();
   if (!replayed) {
-    print_error(replayed.error().message);
+    print_error(about_file(trace.string(), replayed.error().message));
     return replayed.error().kind == replayer::ReplayFailure::Kind::kRuntimeUnavailable
                ? kExitRuntimeUnavailable
                : kExitUsage;

@@ -57,7 +57,7 @@ int run_dump(const DumpOptions& o) {
   }
   auto reader = schema::TraceReader::open(o.trace);
   if (!reader) {
-    print_error(reader.error().message);
+    print_error(about_file(o.trace, reader.error().message));
     return kExitUsage;
   }
   auto printer = EventText::create();
@@ -76,7 +76,8 @@ int run_dump(const DumpOptions& o) {
           for (const auto& id : payloads_of(*event)) {
             auto blob = (*reader)->blob(id);
             if (!blob) {
-              failure = fmt::format("{}: event {}: {}", o.trace, ordinal, blob.error().message);
+              failure = about_file(o.trace, fmt::format("event {} ({}): {}", ordinal, kind,
+                                                        blob.error().message));
               return false;
             }
             payloads[id.hex()] = hex(*blob);
@@ -85,7 +86,7 @@ int run_dump(const DumpOptions& o) {
         if (o.json) {
           auto body = printer->json(bytes);
           if (!body) {
-            failure = fmt::format("{}: event {}: {}", o.trace, ordinal, body.error());
+            failure = about_file(o.trace, fmt::format("event {} ({}): {}", ordinal, kind, body.error()));
             return false;
           }
           nlohmann::json line = {{"event", ordinal}, {"kind", kind},
@@ -95,7 +96,7 @@ int run_dump(const DumpOptions& o) {
         } else {
           auto body = printer->text(bytes);
           if (!body) {
-            failure = fmt::format("{}: event {}: {}", o.trace, ordinal, body.error());
+            failure = about_file(o.trace, fmt::format("event {} ({}): {}", ordinal, kind, body.error()));
             return false;
           }
           fmt::print("#{} {} {}\n", ordinal, kind, *body);
@@ -106,7 +107,7 @@ int run_dump(const DumpOptions& o) {
         return true;
       });
   if (!visited) {
-    print_error(visited.error().message);
+    print_error(about_file(o.trace, visited.error().message));
     return kExitUsage;
   }
   if (failure) {

@@ -19,7 +19,7 @@ struct InfoOptions {
 int run_info(const InfoOptions& o) {
   auto opened = schema::TraceReader::open(o.trace);
   if (!opened) {
-    print_error(opened.error().message);
+    print_error(about_file(o.trace, opened.error().message));
     return kExitUsage;
   }
   auto& reader = **opened;
@@ -64,7 +64,7 @@ int run_info(const InfoOptions& o) {
                                          return true;
                                        });
     if (!visited) {
-      print_error(visited.error().message);
+      print_error(about_file(o.trace, visited.error().message));
       return kExitUsage;
     }
   }

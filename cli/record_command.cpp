@@ -1,6 +1,9 @@
 // vtrace record --workload W [--runtime R] [--seed S] [--steps N] [--level L] -o out.vtrace
 #include <fmt/format.h>
 
+#include <filesystem>
+#include <optional>
+
 #include "cli_support.h"
 #include "commands.h"
 #include "vtrace/recorder/recording_runtime.h"
@@ -26,6 +29,10 @@ struct RecordOptions {
 };
 
 int run_record(const RecordOptions& o, const GlobalOptions& global) {
+  if (auto bad = unusable_output(o.output, "the trace", false)) {
+    print_error(*bad);
+    return kExitUsage;
+  }
   auto kind = workloads::parse_workload_kind(o.workload);
   if (!kind) {
     print_error(fmt::format("unknown workload `{}` (known: tiny, decode, contract)", o.workload));
@@ -62,14 +69,14 @@ int run_record(const RecordOptions& o, const GlobalOptions& global) {
   auto recording = recorder::RecordingRuntime::create(std::move(*inner), o.runtime, o.output,
                                                       recorder_options);
   if (!recording) {
-    print_error(fmt::format("{}: cannot start recording: {}", o.output,
-                            recording.error().message()));
+    print_error(about_file(o.output, "cannot start recording: " + recording.error().message()));
     return kExitUsage;
   }
   auto report = workloads::run_workload(spec, **recording, foreign.get());
   auto closed = (*recording)->close();
   if (!closed) {
-    print_error(fmt::format("{}: writing the trace failed: {}", o.output, closed.error().message));
+    print_error(about_file(o.output, fmt::format("writing the trace failed: {}{}",
+                                                 closed.error().message, partial_note(o.output))));
     return kExitUsage;
   }
   if (!report) {

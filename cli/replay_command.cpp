@@ -1,8 +1,12 @@
 // vtrace replay T [--runtime R] [--check bits|ulp:N|none] [--events A:B] [--json report.json]
 //                 [--exit-skip=125]
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <cerrno>
+#include <cstring>
 #include <fstream>
+#include <vector>
 
 #include "cli_support.h"
 #include "commands.h"
@@ -50,27 +54,43 @@ int run_replay(const ReplayCommandOptions& o, const GlobalOptions& global) {
     options.replay.first_event = range->first;
     options.replay.end_event = range->end;
   }
+  if (!o.json.empty()) {
+    if (auto bad = unusable_output(o.json, "the JSON report", true)) {
+      print_error(*bad);
+      return kExitUsage;
+    }
+  }
   std::expected<replayer::ReplayReport, replayer::ReplayFailure> report;
   {
     ProgressObserver observer(global.quiet);
     report = replayer::replay_trace(o.trace, options, runtime::default_registry(), &observer);
   }
   if (!report) {
-    print_error(report.error().message);
+    print_error(about_file(o.trace, report.error().message));
     if (report.error().kind == replayer::ReplayFailure::Kind::kRuntimeUnavailable) {
       return o.exit_skip.value_or(kExitRuntimeUnavailable);
     }
     return kExitUsage;
   }
-  if (!o.json.empty()) {
-    std::ofstream out(o.json);
-    out << report->to_json().dump(2) << '\n';
-    if (!out) {
-      print_error(fmt::format("{}: cannot write the JSON report", o.json));
-      return kExitUsage;
+  const auto& r = *report;
+  // A recovered trace: say so (even with --quiet: it qualifies the verdict), and what replay had to
+  // leave out. Each note names the file.
+  if (!r.complete) {
+    print_warning(about_file(
+        o.trace, fmt::format("{}; {} events are replayed", r.recovery_note, r.executed)));
+    if (r.stopped_at) {
+      print_warning(about_file(
+          o.trace, fmt::format("replay stops before event {} because {}; the {} events before it "
+                               "are replayed",
+                               *r.stopped_at, r.stop_reason, *r.stopped_at)));
     }
   }
-  const auto& r = *report;
+  for (const std::uint64_t begin : r.unfinished_submits) {
+    print_warning(about_file(
+        o.trace, fmt::format("event {} (SubmitBegin) has no SubmitEnd (the recording ended inside "
+                             "this submit): the submit was re-executed, its outcome not compared",
+                             begin)));
+  }
   if (!global.quiet) {
     fmt::print("{} on {} (check {}): events {}..{} checked ({} executed)\n", r.trace, r.runtime,
                r.check, r.first_event, r.end_event, r.executed);
@@ -89,8 +109,24 @@ int run_replay(const ReplayCommandOptions& o, const GlobalOptions& global) {
   if (r.mismatch_count > kShown) {
     fmt::print("... and {} more mismatches\n", r.mismatch_count - kShown);
   }
+  std::vector<std::string> notes;
+  if (!r.matched()) notes.push_back(fmt::format("{} mismatches", r.mismatch_count));
+  if (!r.complete) notes.push_back(fmt::format("incomplete trace: {} recovered events replayed", r.executed));
   fmt::print("verdict: {}{}\n", r.matched() ? "match" : "mismatch",
-             r.matched() ? "" : fmt::format(" ({} mismatches)", r.mismatch_count));
+             notes.empty() ? "" : fmt::format(" ({})", fmt::join(notes, "; ")));
+  std::fflush(stdout);
+  // Written last, so that a bad --json path loses none of the verdict printed above.
+  if (!o.json.empty()) {
+    std::ofstream out(o.json);
+    if (out) out << r.to_json().dump(2) << '\n';
+    out.close();
+    if (!out) {
+      const int err = errno;
+      print_error(fmt::format("{}: cannot write the JSON report{}", o.json,
+                              err != 0 ? fmt::format(" ({})", std::strerror(err)) : ""));
+      return kExitUsage;
+    }
+  }
   return r.matched() ? kExitOk : kExitMismatch;
 }
 

@@ -16,17 +16,17 @@ struct VerifyOptions {
 int run_verify(const VerifyOptions& o, const GlobalOptions& global) {
   auto reader = schema::TraceReader::open(o.trace);
   if (!reader) {
-    print_error(reader.error().message);
+    print_error(about_file(o.trace, reader.error().message));
     return kExitUsage;
   }
   if (auto verified = (*reader)->verify_all(); !verified) {
-    print_error(fmt::format("{}: integrity check failed: {}", o.trace, verified.error().message));
+    print_error(about_file(o.trace, verified.error().message) + " (integrity check failed)");
     return kExitMismatch;
   }
   const auto& r = **reader;
   if (!r.complete()) {
-    print_error(fmt::format("{}: {} (recovered {} events)", o.trace, r.recovery().note,
-                            r.recovery().events_recovered));
+    // The note names the file, the events recovered and where the file was cut.
+    print_error(about_file(o.trace, r.recovery().note));
     return kExitMismatch;
   }
   if (!global.quiet) {

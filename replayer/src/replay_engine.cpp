@@ -139,6 +139,23 @@ class Engine {
       current_ = &s;
       std::visit([&](const auto& body) { exec(body); }, s.body);
     }
+    report_.complete = plan_.trace_complete();
+    if (!report_.complete) {
+      report_.recovery_note = plan_.recovery().note;
+      report_.events_recovered = plan_.recovery().events_recovered;
+      report_.cut_offset = plan_.recovery().cut_offset;
+      report_.file_bytes = plan_.recovery().file_bytes;
+      report_.stopped_at = plan_.recovery().stopped_at;
+      report_.stop_reason = plan_.recovery().stop_reason;
+    }
+    // A submit the recording never saw end was re-executed; nothing recorded to compare it with.
+    // Let it finish before the objects it uses are released.
+    for (const std::uint64_t begin : plan_.unfinished_submits()) {
+      if (begin >= end) break;
+      report_.unfinished_submits.push_back(begin);
+      auto it = pending_.find(begin);
+      if (it != pending_.end() && it->second.fence) (void)rt_.wait_fence(*it->second.fence);
+    }
     return std::move(report_);
   }
 

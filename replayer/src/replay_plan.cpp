@@ -494,8 +494,16 @@ TraceResult<ReplayPlan> ReplayPlan::build(schema::TraceReader& reader) {
       metadata != nullptr && metadata->runtime_name() != nullptr) {
     plan.recorded_runtime_ = metadata->runtime_name()->str();
   }
+  if (!plan.trace_complete_) {
+    const auto& recovery = reader.recovery();
+    plan.recovery_.note = recovery.note;
+    plan.recovery_.events_recovered = recovery.events_recovered;
+    plan.recovery_.cut_offset = recovery.cut_offset;
+    plan.recovery_.file_bytes = recovery.file_bytes;
+  }
   ReferenceCheck references;
-  std::vector<schema::BlobId> blobs;
+  std::vector<schema::BlobId> blobs;  // those of the event being visited
+  std::vector<std::pair<std::uint64_t, schema::BlobId>> named;  // (event, payload), in event order
   std::optional<TraceError> failure;
   plan.steps_.reserve(reader.event_count());
   auto visited = reader.visit_events(
@@ -506,6 +514,7 @@ TraceResult<ReplayPlan> ReplayPlan::build(schema::TraceReader& reader) {
           failure = corrupt(ordinal, kind, fmt::format("has sequence number {}", event->seq()));
           return false;
         }
+        blobs.clear();
         Decoder decoder(ordinal, kind);
         auto body = decoder.decode(*event);
         if (!body) {
@@ -521,19 +530,42 @@ TraceResult<ReplayPlan> ReplayPlan::build(schema::TraceReader& reader) {
             opened != nullptr && plan.recorded_runtime_.empty()) {
           plan.recorded_runtime_ = opened->registry_name;
         }
+        for (const auto& id : blobs) named.emplace_back(ordinal, id);
         plan.steps_.push_back({ordinal, std::string(kind), std::move(*body)});
         return true;
       });
   if (!visited) return std::unexpected(visited.error());
   if (failure) return std::unexpected(*failure);
 
-  for (const auto& id : blobs) {
+  // Steps are pushed from ordinal 0 with seq == ordinal, so steps_[n].ordinal == n.
+  for (const auto& [ordinal, id] : named) {
     if (plan.payloads_.contains(id)) continue;
     auto bytes = reader.blob(id);
-    if (!bytes) return std::unexpected(bytes.error());
-    plan.payload_bytes_ += bytes->size();
-    plan.payloads_.emplace(id, std::move(*bytes));
+    if (bytes) {
+      plan.payload_bytes_ += bytes->size();
+      plan.payloads_.emplace(id, std::move(*bytes));
+      continue;
+    }
+    const std::string& kind = plan.steps_[ordinal].kind;
+    if (bytes.error().kind == TraceErrorKind::kMissingBlob && !plan.trace_complete_) {
+      // The cut lost this payload: replay everything before the event that needs it.
+      plan.recovery_.stopped_at = ordinal;
+      plan.recovery_.stop_reason =
+          fmt::format("event {} ({}) names payload {}, which the cut file does not hold", ordinal,
+                      kind, id.hex());
+      plan.steps_.resize(ordinal);
+      break;
+    }
+    return std::unexpected(TraceError{bytes.error().kind, fmt::format("event {} ({}): {}", ordinal,
+                                                                      kind, bytes.error().message)});
   }
+
+  std::set<std::uint64_t> open_submits;
+  for (const auto& s : plan.steps_) {
+    if (std::holds_alternative<step::SubmitBegin>(s.body)) open_submits.insert(s.ordinal);
+    if (const auto* end = std::get_if<step::SubmitEnd>(&s.body)) open_submits.erase(end->begin_seq);
+  }
+  plan.unfinished_submits_.assign(open_submits.begin(), open_submits.end());
   return plan;
 }
 

@@ -35,6 +35,17 @@ nlohmann::json ReplayReport::to_json() const {
       {"first_mismatch", mismatches.empty() ? nlohmann::json(nullptr)
                                             : mismatch_json(mismatches.front())},
       {"verdict", matched() ? "match" : "mismatch"},
+      {"complete", complete},
+      {"recovery",
+       complete ? nlohmann::json(nullptr)
+                : nlohmann::json{{"note", recovery_note},
+                                 {"events_recovered", events_recovered},
+                                 {"cut_offset", cut_offset},
+                                 {"file_bytes", file_bytes},
+                                 {"stopped_at", stopped_at ? nlohmann::json(*stopped_at)
+                                                           : nlohmann::json(nullptr)},
+                                 {"stop_reason", stop_reason}}},
+      {"unfinished_submits", unfinished_submits},
   };
 }
 

@@ -6,31 +6,38 @@ namespace vtrace::replayer {
 
 namespace rt = vtrace::runtime;
 
+namespace {
+// "<file>: <message>", unless the message already names the file (the reader's errors do).
+std::string about(const std::filesystem::path& trace, const std::string& message) {
+  const std::string name = trace.string();
+  if (message.find(name) != std::string::npos) return message;
+  return fmt::format("{}: {}", name, message);
+}
+}  // namespace
+
 std::expected<ReplayReport, ReplayFailure> replay_trace(const std::filesystem::path& trace,
                                                         const ReplayTraceOptions& options,
                                                         const rt::RuntimeRegistry& registry,
                                                         ReplayObserver* observer) {
   using Kind = ReplayFailure::Kind;
   auto reader = schema::TraceReader::open(trace);
-  if (!reader) return std::unexpected(ReplayFailure{Kind::kTrace, reader.error().message});
+  if (!reader) return std::unexpected(ReplayFailure{Kind::kTrace, about(trace, reader.error().message)});
   auto plan = ReplayPlan::build(**reader);
-  if (!plan) {
-    return std::unexpected(
-        ReplayFailure{Kind::kTrace, fmt::format("{}: {}", trace.string(), plan.error().message)});
-  }
+  if (!plan) return std::unexpected(ReplayFailure{Kind::kTrace, about(trace, plan.error().message)});
   ReplayOptions replay = options.replay;
   const std::uint64_t events = plan->steps().size();
-  if (replay.first_event > events ||
+  if ((replay.first_event > 0 && replay.first_event >= events) ||
       (replay.end_event != std::numeric_limits<std::uint64_t>::max() &&
        (replay.end_event > events || replay.end_event <= replay.first_event))) {
     return std::unexpected(ReplayFailure{
         Kind::kUsage,
-        fmt::format("{}: the event range {}:{} is not inside the trace's {} events", trace.string(),
-                    replay.first_event,
+        fmt::format("{}: the event range {}:{} is not inside the trace's {} {}events (expected "
+                    "A < B <= {})",
+                    trace.string(), replay.first_event,
                     replay.end_event == std::numeric_limits<std::uint64_t>::max()
                         ? std::string("end")
                         : std::to_string(replay.end_event),
-                    events)});
+                    events, plan->trace_complete() ? "" : "replayable recovered ", events)});
   }
 
   std::string name = options.runtime.empty() ? plan->recorded_runtime() : options.runtime;

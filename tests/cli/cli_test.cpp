@@ -167,3 +167,126 @@ TEST_CASE("every vtrace subcommand has --help", "[cli]") {
     CHECK(run.output.find("Usage") != std::string::npos);
   }
 }
+
+namespace {
+std::size_t occurrences(const std::string& text, const std::string& what) {
+  std::size_t count = 0;
+  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++count;
+  return count;
+}
+}  // namespace
+
+TEST_CASE("vtrace errors about a damaged trace name the file once, in one line", "[cli]") {
+  vtrace::test::ScratchDir dir("cli-flip");
+  const auto flipped = (dir / "flip.vtrace").string();
+  {
+    std::ifstream in(golden("decode-short"), std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    bytes[bytes.size() / 2] = static_cast<char>(bytes[bytes.size() / 2] ^ 0x10);
+    std::ofstream(flipped, std::ios::binary) << bytes;
+  }
+  for (const char* sub : {"replay", "verify", "dump"}) {
+    INFO(sub);
+    auto run = run_vtrace(fmt::format("{} {}", sub, flipped));
+    INFO(run.output);
+    CHECK(run.code == (std::string(sub) == "verify" ? 1 : 2));
+    CHECK(run.output.starts_with("vtrace: "));
+    CHECK(occurrences(run.output, flipped) == 1);
+    CHECK(run.output.find("checksum") != std::string::npos);
+  }
+  auto directory = run_vtrace(fmt::format("replay {}", (dir / "").string()));
+  CHECK(directory.code == 2);
+  CHECK(directory.output.find("not a regular file") != std::string::npos);
+}
+
+TEST_CASE("vtrace replay of a recovered trace warns, replays what was recovered and exits 0",
+          "[cli]") {
+  vtrace::test::ScratchDir dir("cli-recovered");
+  const auto tiny = std::filesystem::path(golden("tiny"));
+  const std::uint64_t begin = vtrace::test::first_event_of_kind(tiny, "SubmitBegin");
+  vtrace::test::write_cut_copy(tiny, dir / "cut.vtrace", {begin + 1, std::nullopt, false});
+  const auto cut = (dir / "cut.vtrace").string();
+  auto run = run_vtrace(fmt::format("--quiet replay {} --json {}", cut, (dir / "r.json").string()));
+  INFO(run.output);
+  CHECK(run.code == 0);
+  CHECK(run.output.find(fmt::format("vtrace: warning: {} has no footer", cut)) != std::string::npos);
+  CHECK(run.output.find(fmt::format("event {} (SubmitBegin) has no SubmitEnd", begin)) !=
+        std::string::npos);
+  CHECK(run.output.find("verdict: match (incomplete trace") != std::string::npos);
+  std::ifstream in(dir / "r.json");
+  const auto report = nlohmann::json::parse(in);
+  CHECK(report["verdict"] == "match");
+  CHECK(report["complete"] == false);
+  CHECK(report["executed"] == begin + 1);
+  CHECK(report["unfinished_submits"] == nlohmann::json::array({begin}));
+  for (const char* key : {"note", "events_recovered", "cut_offset", "file_bytes", "stopped_at",
+                          "stop_reason"}) {
+    CHECK(report["recovery"].contains(key));
+  }
+
+  const std::uint64_t upload = vtrace::test::first_event_of_kind(tiny, "EncodeUpload");
+  vtrace::test::write_cut_copy(tiny, dir / "lost.vtrace", {begin + 1, upload, false});
+  auto lost = run_vtrace(fmt::format("replay {}", (dir / "lost.vtrace").string()));
+  INFO(lost.output);
+  CHECK(lost.code == 0);
+  CHECK(lost.output.find(fmt::format("replay stops before event {} because event {} (EncodeUpload)",
+                                     upload, upload)) != std::string::npos);
+  CHECK(run_vtrace(fmt::format("verify {}", cut)).code == 1);
+}
+
+TEST_CASE("vtrace replay --json on a mismatch writes the first mismatch and the verdict", "[cli]") {
+  vtrace::test::ScratchDir dir("cli-json-mismatch");
+  vtrace::test::record_workload(vtrace::test::small_decode_spec(), dir / "decode.vtrace");
+  const auto altered = vtrace::test::rewrite_with_altered_readback(
+      dir / "decode.vtrace", dir / "altered.vtrace",
+      [](std::uint16_t v) { return static_cast<std::uint16_t>(v ^ 0x0001); });
+  auto run = run_vtrace(fmt::format("replay {} --json {}", (dir / "altered.vtrace").string(),
+                                    (dir / "r.json").string()));
+  INFO(run.output);
+  CHECK(run.code == 1);
+  std::ifstream in(dir / "r.json");
+  const auto report = nlohmann::json::parse(in);
+  CHECK(report["verdict"] == "mismatch");
+  CHECK(report["mismatch_count"] == 1);
+  CHECK(report["complete"] == true);
+  CHECK(report["recovery"].is_null());
+  REQUIRE(report["first_mismatch"].is_object());
+  CHECK(report["first_mismatch"]["event"] == altered.event);
+  for (const char* key : {"call", "expected", "actual", "reproduce"}) {
+    CHECK(report["first_mismatch"].contains(key));
+  }
+  CHECK(report["mismatches"].size() == 1);
+  auto unwritable = run_vtrace(fmt::format("replay {} --json {}", (dir / "altered.vtrace").string(),
+                                           (dir / "no-such-dir" / "r.json").string()));
+  CHECK(unwritable.code == 2);
+  CHECK(unwritable.output.find("does not exist") != std::string::npos);
+}
+
+TEST_CASE("vtrace record to an unusable output exits 2 before running and leaves no file", "[cli]") {
+  vtrace::test::ScratchDir dir("cli-record-output");
+  std::filesystem::create_directories(dir / "taken");
+  const auto taken = (dir / "taken").string();
+  auto into_directory = run_vtrace(fmt::format("record --workload tiny -o {}", taken));
+  INFO(into_directory.output);
+  CHECK(into_directory.code == 2);
+  CHECK(into_directory.output.find(fmt::format("{} exists and is a directory", taken)) !=
+        std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(taken + ".partial"));
+  const auto nowhere = (dir / "missing" / "x.vtrace").string();
+  auto missing_directory = run_vtrace(fmt::format("record --workload tiny -o {}", nowhere));
+  INFO(missing_directory.output);
+  CHECK(missing_directory.code == 2);
+  CHECK(missing_directory.output.find("does not exist") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(dir / "missing"));
+  auto device = run_vtrace("record --workload tiny -o /dev/null");
+  CHECK(device.code == 2);
+  CHECK(device.output.find("/dev/null exists and is not a regular file") != std::string::npos);
+  auto unknown = run_vtrace(fmt::format("record --workload nope -o {}", (dir / "x").string()));
+  CHECK(unknown.code == 2);
+  CHECK(unknown.output.find("unknown workload `nope`") != std::string::npos);
+  auto runtime = run_vtrace(
+      fmt::format("record --workload tiny --runtime nope -o {}", (dir / "x").string()));
+  CHECK(runtime.code == 3);
+  CHECK_FALSE(std::filesystem::exists(dir / "x"));
+  CHECK_FALSE(std::filesystem::exists(dir / "x.partial"));
+}

@@ -118,4 +118,61 @@ AlteredTrace rewrite_with_altered_readback(const std::filesystem::path& source,
   return {*target, element_index};
 }
 
+void write_cut_copy(const std::filesystem::path& source, const std::filesystem::path& destination,
+                    const CutCopyOptions& options) {
+  auto reader = schema::TraceReader::open(source);
+  REQUIRE(reader.has_value());
+  auto& r = **reader;
+  REQUIRE(options.events <= r.event_count());
+  {
+    auto sink = schema::open_file_sink(destination);
+    REQUIRE(sink.has_value());
+    auto writer = schema::TraceWriter::create(std::move(*sink), r.header());
+    REQUIRE(writer.has_value());
+    REQUIRE(r.visit_events(0, options.events,
+                           [&](std::uint64_t ordinal, std::span<const std::uint8_t> bytes) {
+                             const fb::Event* event = schema::event_of(bytes);
+                             const fb::BlobRef* ref = nullptr;
+                             if (const auto* u = event->body_as_EncodeUpload()) ref = u->payload();
+                             if (const auto* rb = event->body_as_Readback()) ref = rb->payload();
+                             if (ref != nullptr && ordinal != options.drop_payload_of) {
+                               auto blob = r.blob(schema::from_fb(*ref));
+                               REQUIRE(blob.has_value());
+                               REQUIRE((*writer)->put_blob(*blob, 2).has_value());
+                             }
+                             REQUIRE((*writer)->append_event(bytes).has_value());
+                             return true;
+                           })
+                .has_value());
+    REQUIRE((*writer)->close({}).has_value());
+  }
+  if (options.keep_footer) return;
+  auto written = schema::TraceReader::open(destination);
+  REQUIRE(written.has_value());
+  REQUIRE((*written)->complete());
+  std::uint64_t data_end = 0;
+  for (const auto& f : (*written)->frames()) data_end = f.file_offset + f.compressed_bytes;
+  REQUIRE(data_end > 0);
+  written->reset();
+  std::filesystem::resize_file(destination, data_end);
+}
+
+std::uint64_t first_event_of_kind(const std::filesystem::path& trace, std::string_view kind) {
+  auto reader = schema::TraceReader::open(trace);
+  REQUIRE(reader.has_value());
+  std::optional<std::uint64_t> found;
+  REQUIRE((*reader)
+              ->visit_events(0, (*reader)->event_count(),
+                             [&](std::uint64_t ordinal, std::span<const std::uint8_t> bytes) {
+                               if (schema::event_kind_name(*schema::event_of(bytes)) != kind) {
+                                 return true;
+                               }
+                               found = ordinal;
+                               return false;
+                             })
+              .has_value());
+  REQUIRE(found.has_value());
+  return *found;
+}
+
 }  // namespace vtrace::test

@@ -5,7 +5,9 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "vtrace/workloads/workload.h"
@@ -41,5 +43,22 @@ AlteredTrace rewrite_with_altered_readback(const std::filesystem::path& source,
                                            const std::filesystem::path& destination,
                                            const std::function<std::uint16_t(std::uint16_t)>& alter,
                                            std::uint64_t element_index = 0);
+
+// What a recording that died after `events` events leaves behind: copies the first `events` events
+// of `source` and the payloads they name to `destination`, then cuts the file where its data frames
+// end, so it has no footer and the reader recovers exactly those events. The payload named by event
+// `drop_payload_of` (when set) is left out, as if the cut had lost it. keep_footer: do not cut (a
+// complete trace that lacks that payload). Returns the file's event count. REQUIREs success.
+struct CutCopyOptions {
+  std::uint64_t events = 0;
+  std::optional<std::uint64_t> drop_payload_of;
+  bool keep_footer = false;
+};
+void write_cut_copy(const std::filesystem::path& source, const std::filesystem::path& destination,
+                    const CutCopyOptions& options);
+
+// The ordinal of the first event of `kind` ("SubmitBegin", "EncodeUpload", ...) in `trace`.
+// REQUIREs that there is one.
+std::uint64_t first_event_of_kind(const std::filesystem::path& trace, std::string_view kind);
 
 }  // namespace vtrace::test

@@ -8,6 +8,14 @@
 // Unknown events marked not required are kept as Skipped steps. Every payload the steps name is
 // loaded into the plan, so executing it reads nothing from the file.
 //
+// Recovered traces (no footer: the recording died or the file was cut) are planned as far as they
+// are meaningful: every recovered event is a step, except that the plan stops before the first
+// event naming a payload the cut file lost (everything before it is kept; recovery() names the
+// event). A SubmitBegin whose SubmitEnd is not in the plan (the run died inside that submit) is a
+// step like any other: replay re-executes the submit and has nothing to compare for its outcome;
+// unfinished_submits() lists them. In a complete trace a missing payload is an error naming the
+// event.
+//
 // Ownership: the plan owns its steps and payloads; it does not keep the reader.
 // Thread rules: immutable after build(); several engines may execute one plan concurrently.
 // Errors: TraceError (kCorrupt, kMissingBlob, kUnknownRequiredEvent, or the reader's own).
@@ -202,6 +210,17 @@ struct ReplayStep {
   ReplayStepBody body;
 };
 
+// What a plan of a recovered trace holds and what it had to leave out. Empty for a complete trace.
+struct PlanRecovery {
+  std::string note;                 // the reader's sentence: events recovered, where the file was cut
+  std::uint64_t events_recovered = 0;
+  std::uint64_t cut_offset = 0;     // where the valid data ends
+  std::uint64_t file_bytes = 0;
+  // The first event left out of the plan because it names a payload the cut file lost, and why.
+  std::optional<std::uint64_t> stopped_at;
+  std::string stop_reason;          // "event N (EncodeUpload) names payload <hex>, which ..."
+};
+
 class ReplayPlan {
  public:
   static schema::TraceResult<ReplayPlan> build(schema::TraceReader& reader);
@@ -213,6 +232,11 @@ class ReplayPlan {
   const std::vector<std::uint8_t>* payload(const schema::BlobId& id) const;
   std::uint64_t payload_bytes() const { return payload_bytes_; }  // distinct payloads, decoded
   bool trace_complete() const { return trace_complete_; }
+  // Only meaningful when !trace_complete().
+  const PlanRecovery& recovery() const { return recovery_; }
+  // Ordinals of SubmitBegin steps with no SubmitEnd in the plan, in order (a recovered trace whose
+  // run died inside a submit; empty for every complete trace the recorder writes).
+  const std::vector<std::uint64_t>& unfinished_submits() const { return unfinished_submits_; }
 
  private:
   std::vector<ReplayStep> steps_;
@@ -220,6 +244,8 @@ class ReplayPlan {
   std::map<schema::BlobId, std::vector<std::uint8_t>> payloads_;
   std::uint64_t payload_bytes_ = 0;
   bool trace_complete_ = true;
+  PlanRecovery recovery_;
+  std::vector<std::uint64_t> unfinished_submits_;
 };
 
 }  // namespace vtrace::replayer

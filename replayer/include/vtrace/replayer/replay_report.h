@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,17 @@ struct ReplayReport {
   ReplayChecks checked;
   std::vector<Mismatch> mismatches;    // at most ReplayOptions::max_mismatches
   std::uint64_t mismatch_count = 0;    // all of them
+  // A recovered (cut) trace: the reader's note, and where the plan had to stop (ReplayPlan).
+  bool complete = true;
+  std::string recovery_note;
+  std::uint64_t events_recovered = 0;
+  std::uint64_t cut_offset = 0;  // where the valid data of the file ends
+  std::uint64_t file_bytes = 0;
+  std::optional<std::uint64_t> stopped_at;  // first event left out: its payload was lost
+  std::string stop_reason;
+  // Executed SubmitBegin events with no SubmitEnd in the trace (the run died inside the submit):
+  // re-executed, their outcome not compared.
+  std::vector<std::uint64_t> unfinished_submits;
   bool matched() const { return mismatch_count == 0; }
   nlohmann::json to_json() const;
 };
