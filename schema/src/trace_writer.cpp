@@ -116,8 +116,8 @@ struct TraceWriter::Impl {
   void submit_locked(std::unique_lock<std::mutex>& lk, ZSTD_EndDirective directive) {
     const std::uint64_t cap = options.frame_target_bytes;
     cv_done.wait(lk, [&] { return error.has_value() || queued_bytes <= cap; });
-    // The content hash is taken here, on the appending thread, which has the lighter load.
-    if (!chunk.empty()) XXH3_128bits_update(content_state, chunk.data(), chunk.size());
+    // The content hash is taken on the appending thread (the lighter load), record by record
+    // while the bytes are still in cache (hash_record_locked); here it is only finished.
     if (directive == ZSTD_e_end) {
       frame.content_hash = XXH3_128bits_digest(content_state);
       XXH3_128bits_reset(content_state);
@@ -143,6 +143,11 @@ struct TraceWriter::Impl {
   // A frame's worth up front: growing a 2 MiB chunk by doubling would copy it several times.
   std::size_t chunk_reserve() const {
     return static_cast<std::size_t>(std::min<std::uint64_t>(options.frame_target_bytes, 8u << 20) + (64u << 10));
+  }
+
+  // Adds the record just written at chunk[at..] to the frame's content hash.
+  void hash_record_locked(std::size_t at) {
+    XXH3_128bits_update(content_state, chunk.data() + at, chunk.size() - at);
   }
 
   void after_append_locked(std::unique_lock<std::mutex>& lk) {
@@ -260,7 +265,6 @@ struct TraceWriter::Impl {
           next_timer = std::chrono::steady_clock::now() + interval;
           if (frame_unflushed && !error && !closed) {
             frame_unflushed = false;
-            XXH3_128bits_update(content_state, chunk.data(), chunk.size());
             Job job;
             job.data = std::move(chunk);
             chunk = {};
@@ -413,6 +417,7 @@ TraceResult<std::uint64_t> TraceWriter::append_event(std::span<const std::uint8_
   put_u32(m.chunk.data() + at, static_cast<std::uint32_t>(event.size()));
   m.chunk[at + 4] = static_cast<std::uint8_t>(RecordKind::kEvent);
   if (!event.empty()) std::memcpy(m.chunk.data() + at + kRecordPrefixBytes, event.data(), event.size());
+  m.hash_record_locked(at);
   const std::uint64_t ordinal = m.stats.events++;
   m.frame.content_bytes += kRecordPrefixBytes + event.size();
   ++m.frame.event_count;
@@ -459,6 +464,7 @@ TraceResult<BlobId> TraceWriter::put_blob(std::span<const std::uint8_t> bytes,
   } else if (!bytes.empty()) {
     std::memcpy(p, bytes.data(), bytes.size());
   }
+  m.hash_record_locked(at);
   m.blobs.emplace(id, StoredBlob{m.frame_index, m.frame.content_bytes, bytes.size(), bytes.size(),
                                  encoding});
   ++m.stats.blobs;
