@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <charconv>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -52,31 +53,43 @@ std::filesystem::path capture_path(const std::filesystem::path& path) {
 
 }  // namespace
 
+// Capture must never change what the product sees: when capture cannot start (a bad variable,
+// an unwritable path), the product gets its runtime unwrapped and one sentence on stderr says why
+// nothing is recorded.
 rt::Result<std::unique_ptr<rt::DeviceRuntime>> open_runtime(std::string_view name,
                                                             const rt::RuntimeOpenOptions& options,
                                                             const rt::RuntimeRegistry& registry) {
   const char* capture = std::getenv("VTRACE_CAPTURE");
-  if (capture == nullptr || *capture == '\0') return registry.open(name, options);
+  auto runtime = registry.open(name, options);
+  if (!runtime || capture == nullptr || *capture == '\0') return runtime;
 
+  auto without_capture = [&](const rt::RuntimeError& why) {
+    std::fputs(fmt::format("vtrace: VTRACE_CAPTURE={}: {}; runtime `{}` runs without capture\n",
+                           capture, why.message(), name)
+                   .c_str(),
+               stderr);
+    return std::move(runtime);
+  };
   // RecorderOptions' defaults, flush_before_submit included: a captured product that dies inside
   // a submit leaves that submit's batch in the trace.
   RecorderOptions recorder;
   auto level = env_number<int>("VTRACE_CAPTURE_LEVEL", recorder.writer.zstd_level, 1, 19);
-  if (!level) return std::unexpected(level.error());
+  if (!level) return without_capture(level.error());
   auto flush_ms = env_number<std::uint32_t>("VTRACE_CAPTURE_FLUSH_MS", 0, 0, 3'600'000);
-  if (!flush_ms) return std::unexpected(flush_ms.error());
+  if (!flush_ms) return without_capture(flush_ms.error());
   recorder.writer.zstd_level = *level;
   recorder.writer.flush_interval_ms = *flush_ms;
   if (const char* workload = std::getenv("VTRACE_CAPTURE_WORKLOAD")) {
     recorder.workload_description = workload;
   }
 
-  auto runtime = registry.open(name, options);
-  if (!runtime) return runtime;
   auto recording = RecordingRuntime::create(std::move(*runtime), std::string(name),
                                             capture_path(capture), std::move(recorder));
-  if (!recording) return std::unexpected(recording.error());
-  return std::unique_ptr<rt::DeviceRuntime>(std::move(*recording));
+  if (recording) return std::unique_ptr<rt::DeviceRuntime>(std::move(*recording));
+  // create() consumed the runtime; a fresh one lets the product run on.
+  runtime = registry.open(name, options);
+  if (!runtime) return runtime;
+  return without_capture(recording.error());
 }
 
 }  // namespace vtrace::recorder

@@ -20,8 +20,9 @@
 //
 // Thread rules: safe to call from several threads (the registry is immutable, the file counter
 //   atomic). Reads the environment at every call.
-// Errors: the registry's errors unchanged; kInternal when an environment value does not parse or
-//   the trace file cannot be created (the message names the variable or the file).
+// Errors: the registry's errors unchanged. Capture itself never fails the call: when a variable
+//   does not parse or the trace file cannot be created, the runtime is returned unwrapped and one
+//   sentence on stderr names the variable or the file and says that nothing is recorded.
 #pragma once
 
 #include <memory>
