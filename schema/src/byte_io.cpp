@@ -156,6 +156,17 @@ class MemorySource final : public ByteSource {
 }  // namespace
 
 TraceResult<std::unique_ptr<ByteSink>> open_file_sink(const std::filesystem::path& path) {
+  // commit() renames over `path`: refuse anything but a regular file there, so a trace never
+  // replaces a device node (/dev/full, /dev/null) or a directory.
+  std::error_code ec;
+  const auto status = std::filesystem::symlink_status(path, ec);
+  if (!ec && std::filesystem::exists(status) && !std::filesystem::is_regular_file(status)) {
+    return std::unexpected(TraceError{
+        TraceErrorKind::kIo,
+        fmt::format("{} exists and is not a regular file; a trace is only written to a regular "
+                    "file (use open_raw_file_sink for devices)",
+                    path.string())});
+  }
   std::filesystem::path partial = path;
   partial += ".partial";
   return open_sink(partial, path, true);

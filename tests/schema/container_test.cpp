@@ -718,3 +718,14 @@ TEST_CASE("byte planes round-trip 16-bit payloads of every length from 0 to 80 e
   }
   CHECK(r->verify_all().has_value());
 }
+
+TEST_CASE("a file sink refuses to rename a trace over a device node or a directory", "[schema]") {
+  for (const char* path : {"/dev/null", "/tmp"}) {
+    auto sink = vs::open_file_sink(path);
+    REQUIRE_FALSE(sink.has_value());
+    CHECK(sink.error().kind == vs::TraceErrorKind::kIo);
+    CHECK_THAT(sink.error().message, Catch::Contains(path));
+    CHECK_FALSE(std::filesystem::exists(std::string(path) + ".partial"));
+  }
+  CHECK(std::filesystem::is_character_file("/dev/null"));
+}

@@ -36,7 +36,8 @@ class ByteSource {
   virtual std::string describe() const = 0;
 };
 
-// Writes to "<path>.partial"; commit() renames it to `path`.
+// Writes to "<path>.partial"; commit() renames it to `path`. Refuses (kIo) a `path` that exists
+// and is not a regular file: the rename would replace a device node or a directory.
 TraceResult<std::unique_ptr<ByteSink>> open_file_sink(const std::filesystem::path& path);
 // Writes to exactly `path` (for /dev/full and pipes in tests); commit() only flushes.
 TraceResult<std::unique_ptr<ByteSink>> open_raw_file_sink(const std::filesystem::path& path);
