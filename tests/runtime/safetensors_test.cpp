@@ -13,7 +13,7 @@ using namespace vtrace::runtime::testing;
 
 namespace {
 
-const std::filesystem::path kTinyLinear = VTRACE_RUNTIME_TEST_DATA_DIR "/tiny_linear.safetensors";
+const std::filesystem::path kTinyLinear = VTRACE_TEST_DATA_DIR "/tiny_linear.safetensors";
 
 std::vector<std::uint8_t> read_file(const std::filesystem::path& path) {
   std::ifstream file(path, std::ios::binary);
