@@ -9,6 +9,10 @@
 //   A runtime must outlive every handle it returned.
 // Thread rules: every method may be called concurrently from several threads, except that one
 //   Stream is used by one thread at a time. Results are deterministic for a given call order.
+// Omitted from upstream's newest trait (spec 5.2 and 15.4 allow it): the cost_* hooks,
+//   prepare_submission_readback and submit_with_timing (a Rust generic over a timing sink whose
+//   default only calls submit). Added: encode_dense_linear (the provider, spec 8, as a runtime
+//   method so decorators see it) and counter_snapshot (spec 7.6 counters for replay checks).
 // Errors: methods return std::expected; nothing throws or aborts on bad input. submit() fails
 //   only with DefinitelyNotSubmitted (nothing ran, no counter moved); wait_fence() fails only
 //   with FenceIndeterminate.
