@@ -7,6 +7,8 @@
 #include <utility>
 
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
 
 namespace vtrace::runtime {
 
@@ -91,9 +93,25 @@ std::expected<SafetensorsFile, SafetensorsError> SafetensorsFile::parse(
   }
   const auto header_begin = bytes.begin() + 8;
   const auto header_end = header_begin + static_cast<std::ptrdiff_t>(header_length);
+  // nlohmann keeps the last of two equal keys silently; a safetensors header with a repeated key
+  // is ambiguous, so the callback notes the first repeat and the file is refused naming it.
+  std::vector<std::set<std::string>> keys_per_object;
+  std::optional<std::string> repeated_key;
+  const nlohmann::json::parser_callback_t note_repeats =
+      [&](int /*depth*/, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+        using Event = nlohmann::json::parse_event_t;
+        if (event == Event::object_start) keys_per_object.emplace_back();
+        if (event == Event::object_end && !keys_per_object.empty()) keys_per_object.pop_back();
+        if (event == Event::key && !keys_per_object.empty() && parsed.is_string() &&
+            !keys_per_object.back().insert(parsed.get<std::string>()).second && !repeated_key) {
+          repeated_key = parsed.get<std::string>();
+        }
+        return true;
+      };
   const nlohmann::json header =
-      nlohmann::json::parse(header_begin, header_end, nullptr, /*allow_exceptions=*/false);
+      nlohmann::json::parse(header_begin, header_end, note_repeats, /*allow_exceptions=*/false);
   if (header.is_discarded()) return fail(origin, "header is not valid JSON");
+  if (repeated_key) return fail(origin, "header names `" + *repeated_key + "` twice");
   if (!header.is_object()) return fail(origin, "header is not a JSON object");
 
   SafetensorsFile file;

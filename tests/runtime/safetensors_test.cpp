@@ -120,6 +120,13 @@ TEST_CASE("malformed safetensors files fail with errors that name the problem",
     CHECK(parse_error(image("{\"w\":", {})) == "bad.safetensors: header is not valid JSON");
     CHECK(parse_error(image("[1,2]", {})) == "bad.safetensors: header is not a JSON object");
   }
+  SECTION("a tensor or field named twice") {
+    const std::string w = entry("U8", "[4]", "[0,4]");
+    CHECK(parse_error(image(R"({"w":)" + w + R"(,"w":)" + w + "}", pattern(4))) ==
+          "bad.safetensors: header names `w` twice");
+    CHECK(parse_error(image(R"({"w":{"dtype":"U8","dtype":"U8","shape":[4],"data_offsets":[0,4]}})",
+                            pattern(4))) == "bad.safetensors: header names `dtype` twice");
+  }
   SECTION("wrong or unsupported dtype") {
     CHECK(parse_error(image(R"({"w":)" + entry("F64", "[1]", "[0,8]") + "}", pattern(8))) ==
           "bad.safetensors: tensor `w` has unsupported dtype `F64`");
