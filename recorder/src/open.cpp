@@ -10,6 +10,8 @@
 #include <fmt/format.h>
 
 #include "vtrace/recorder/recording_runtime.h"
+#include "vtrace/schema/byte_io.h"
+#include "vtrace/schema/trace_error.h"
 
 namespace vtrace::recorder {
 
@@ -83,12 +85,20 @@ rt::Result<std::unique_ptr<rt::DeviceRuntime>> open_runtime(std::string_view nam
     recorder.workload_description = workload;
   }
 
-  auto recording = RecordingRuntime::create(std::move(*runtime), std::string(name),
-                                            capture_path(capture), std::move(recorder));
+  // The trace file first, then the recorder through wrap(), which leaves the runtime in place
+  // when it fails: the product runs on the one runtime the registry opened (a device is never
+  // opened twice).
+  const auto path = capture_path(capture);
+  auto sink = schema::open_file_sink(path);
+  if (!sink) {
+    return without_capture(rt::RuntimeError(
+        rt::ErrorKind::kInternal,
+        fmt::format("cannot record a trace: {}: {}", schema::trace_error_kind_name(sink.error().kind),
+                    sink.error().message)));
+  }
+  auto recording = RecordingRuntime::wrap(*runtime, std::string(name), std::move(*sink),
+                                          std::move(recorder));
   if (recording) return std::unique_ptr<rt::DeviceRuntime>(std::move(*recording));
-  // create() consumed the runtime; a fresh one lets the product run on.
-  runtime = registry.open(name, options);
-  if (!runtime) return runtime;
   return without_capture(recording.error());
 }
 

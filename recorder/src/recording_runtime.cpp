@@ -114,6 +114,19 @@ struct RecordingRuntime::State {
   RecorderOptions options;
   std::string runtime_name;
 
+  // The order lock: every recorded call (and every wrapper release) holds it from its first event
+  // through the wrapped call to its last event (SubmitBegin, the flush before submit, the submit,
+  // SubmitEnd and its CounterSnapshot are one unit), so the trace order is the order the wrapped
+  // runtime ran the calls in and a replay sees the same device state at every step. Recording
+  // therefore serializes calls to the wrapped runtime, waits and flushes included. A plain mutex,
+  // not a recursive one: no wrapper with a live inner handle dies while it is held (submit and
+  // coalesce move the inner handles out of the wrappers before the emptied wrappers die, and an
+  // emptied wrapper's destructor returns before locking), so a re-entry would be a bug, and
+  // deadlocking on it in tests beats recording a release in the middle of another call's event.
+  // Lock order: `order`, then `mu`.
+  mutable std::mutex order;
+  // Guards the recording state below (short sections; taken alone by the queries that do not
+  // forward: events_recorded, recording_failed).
   mutable std::mutex mu;
   std::atomic<bool> active{true};  // false once closed or failed
   std::optional<schema::TraceError> first_error;
@@ -415,19 +428,23 @@ struct RecordingRuntime::State {
 };
 
 RecordedBuffer::~RecordedBuffer() {
+  const std::lock_guard in_order(owner->order);
   inner.reset();
   owner->record_release(kBuffer, ordinal);
 }
 RecordedStream::~RecordedStream() {
+  const std::lock_guard in_order(owner->order);
   inner.reset();
   owner->record_release(kStream, ordinal);
 }
 RecordedCommand::~RecordedCommand() {
   if (!inner) return;  // submitted or coalesced: consumed, not dropped
+  const std::lock_guard in_order(owner->order);
   inner.reset();
   owner->record_release(kCommand, ordinal);
 }
 RecordedFence::~RecordedFence() {
+  const std::lock_guard in_order(owner->order);
   inner.reset();
   owner->record_release(kFence, ordinal);
 }
@@ -443,6 +460,7 @@ class RecordedImportSession final : public rt::StaticWeightImportSession {
   rt::Result<void> import_component(std::span<const std::uint8_t> payload,
                                     const rt::Buffer& destination,
                                     std::uint64_t destination_offset_bytes) override {
+    const std::lock_guard in_order(state_->order);
     auto r = inner_->import_component(payload, *unwrap(&destination), destination_offset_bytes);
     auto blob = state_->put_blob(payload, 1);
     std::lock_guard lock(state_->mu);
@@ -459,6 +477,7 @@ class RecordedImportSession final : public rt::StaticWeightImportSession {
   }
 
   rt::Result<void> seal() override {
+    const std::lock_guard in_order(state_->order);
     auto r = inner_->seal();
     std::lock_guard lock(state_->mu);
     if (!state_->active.load()) return r;
@@ -497,6 +516,12 @@ rt::Result<std::unique_ptr<RecordingRuntime>> RecordingRuntime::create(
 
 rt::Result<std::unique_ptr<RecordingRuntime>> RecordingRuntime::create(
     std::unique_ptr<rt::DeviceRuntime> inner, std::string runtime_name,
+    std::unique_ptr<schema::ByteSink> sink, RecorderOptions options) {
+  return wrap(inner, std::move(runtime_name), std::move(sink), std::move(options));
+}
+
+rt::Result<std::unique_ptr<RecordingRuntime>> RecordingRuntime::wrap(
+    std::unique_ptr<rt::DeviceRuntime>& inner, std::string runtime_name,
     std::unique_ptr<schema::ByteSink> sink, RecorderOptions options) {
   if (!inner) {
     return std::unexpected(
@@ -547,6 +572,7 @@ RecordingRuntime::~RecordingRuntime() { (void)close(); }
 
 RecorderCloseResult RecordingRuntime::close() {
   State& s = *state_;
+  const std::lock_guard in_order(s.order);
   std::lock_guard lock(s.mu);
   if (s.close_result) return *s.close_result;
   const bool was_active = s.active.exchange(false);
@@ -594,6 +620,7 @@ std::optional<rt::CounterSnapshot> RecordingRuntime::counter_snapshot() const {
 
 rt::Result<rt::AllocationPermit> RecordingRuntime::admit(const rt::BufferRequest& request) {
   State& s = *state_;
+  const std::lock_guard in_order(s.order);
   auto r = s.inner->admit(request);
   std::lock_guard lock(s.mu);
   if (!s.active.load()) return r;
@@ -610,6 +637,7 @@ rt::Result<rt::AllocationPermit> RecordingRuntime::admit(const rt::BufferRequest
 
 rt::Result<rt::BufferPtr> RecordingRuntime::allocate(rt::AllocationPermit permit) {
   State& s = *state_;
+  const std::lock_guard in_order(s.order);
   const std::uint64_t generation = permit.generation();
   std::optional<rt::BufferRequest> request;
   if (!permit.consumed()) request = permit.request();
@@ -640,6 +668,7 @@ rt::Result<rt::BufferPtr> RecordingRuntime::allocate(rt::AllocationPermit permit
 
 rt::BufferDescriptor RecordingRuntime::buffer_descriptor(const rt::Buffer& buffer) const {
   State& s = *state_;
+  const std::lock_guard in_order(s.order);
   auto d = s.inner->buffer_descriptor(*unwrap(&buffer));
   std::lock_guard lock(s.mu);
   if (!s.active.load()) return d;
@@ -652,6 +681,7 @@ rt::BufferDescriptor RecordingRuntime::buffer_descriptor(const rt::Buffer& buffe
 
 rt::Result<rt::StreamPtr> RecordingRuntime::create_stream() {
   State& s = *state_;
+  const std::lock_guard in_order(s.order);
   auto r = s.inner->create_stream();
   std::lock_guard lock(s.mu);
   std::uint64_t ordinal = 0;
@@ -670,6 +700,7 @@ rt::Result<rt::StreamPtr> RecordingRuntime::create_stream() {
 
 rt::StreamState RecordingRuntime::stream_state(const rt::Stream& stream) const {
   State& s = *state_;
+  const std::lock_guard in_order(s.order);
   const auto state = s.inner->stream_state(unwrap(stream));
   std::lock_guard lock(s.mu);
   if (!s.active.load()) return state;
@@ -683,6 +714,7 @@ rt::Result<rt::CommandPtr> RecordingRuntime::encode_copy(const rt::Buffer& sourc
                                                          const rt::Buffer& destination,
                                                          const rt::CopyRegion& region) {
   State& s = *state_;
+  const std::lock_guard in_order(s.order);
   auto r = s.inner->encode_copy(*unwrap(&source), *unwrap(&destination), region);
   std::lock_guard lock(s.mu);
   std::uint64_t ordinal = 0;
@@ -710,6 +742,7 @@ rt::Result<rt::CommandPtr> RecordingRuntime::encode_upload(std::span<const std::
                                                            const rt::Buffer& destination,
                                                            std::uint64_t destination_offset_bytes) {
   State& s = *state_;
+  const std::lock_guard in_order(s.order);
   auto r = s.inner->encode_upload(source, layout, *unwrap(&destination), destination_offset_bytes);
   auto blob = s.put_blob(source, element_bytes_for(layout.element_type(), source.size()));
   std::lock_guard lock(s.mu);
@@ -741,6 +774,7 @@ rt::Result<rt::CommandPtr> RecordingRuntime::encode_zero(const rt::Buffer& desti
                                                          std::uint64_t destination_offset_bytes,
                                                          std::uint64_t length_bytes) {
   State& s = *state_;
+  const std::lock_guard in_order(s.order);
   auto r = s.inner->encode_zero(*unwrap(&destination), destination_offset_bytes, length_bytes);
   std::lock_guard lock(s.mu);
   std::uint64_t ordinal = 0;
@@ -764,6 +798,7 @@ rt::Result<rt::CommandPtr> RecordingRuntime::encode_zero(const rt::Buffer& desti
 rt::Result<rt::CommandPtr> RecordingRuntime::encode_dense_linear(
     const rt::DenseLinearRequest& request) {
   State& s = *state_;
+  const std::lock_guard in_order(s.order);
   std::vector<rt::DenseLinearLaunch> launches(request.launches.begin(), request.launches.end());
   for (auto& l : launches) {
     l.input.buffer = unwrap(l.input.buffer);
@@ -805,6 +840,7 @@ rt::Result<rt::CommandPtr> RecordingRuntime::encode_dense_linear(
 std::expected<rt::FencePtr, rt::DefinitelyNotSubmitted> RecordingRuntime::submit(
     rt::Stream& stream, rt::CommandBatch batch) {
   State& s = *state_;
+  const std::lock_guard in_order(s.order);
   const std::uint64_t begin_seq = s.record_submit_begin(stream, batch, nullptr);
   if (s.options.flush_before_submit) s.flush();
   auto r = s.inner->submit(unwrap(stream), State::rebuild(std::move(batch)));
@@ -828,6 +864,7 @@ std::expected<rt::FencePtr, rt::DefinitelyNotSubmitted> RecordingRuntime::submit
 
 rt::FenceQuery RecordingRuntime::query_fence(const rt::Fence& fence) const {
   State& s = *state_;
+  const std::lock_guard in_order(s.order);
   auto q = s.inner->query_fence(unwrap(fence));
   std::lock_guard lock(s.mu);
   if (!s.active.load()) return q;
@@ -840,6 +877,7 @@ rt::FenceQuery RecordingRuntime::query_fence(const rt::Fence& fence) const {
 std::expected<rt::TerminalReceipt, rt::FenceIndeterminate> RecordingRuntime::wait_fence(
     const rt::Fence& fence) {
   State& s = *state_;
+  const std::lock_guard in_order(s.order);
   // Before the wait: a run that hangs or dies in it keeps everything recorded so far.
   s.flush();
   auto w = s.inner->wait_fence(unwrap(fence));
@@ -853,6 +891,7 @@ std::expected<rt::TerminalReceipt, rt::FenceIndeterminate> RecordingRuntime::wai
 
 rt::Result<void> RecordingRuntime::synchronize(rt::Stream& stream) {
   State& s = *state_;
+  const std::lock_guard in_order(s.order);
   auto r = s.inner->synchronize(unwrap(stream));
   std::lock_guard lock(s.mu);
   if (!s.active.load()) return r;
@@ -867,6 +906,7 @@ rt::Result<std::vector<std::uint8_t>> RecordingRuntime::readback(
     rt::Stream& stream, const rt::Buffer& source, const rt::CopyRegion& region,
     const rt::HostTransferLayout& output_layout) {
   State& s = *state_;
+  const std::lock_guard in_order(s.order);
   auto r = s.inner->readback(unwrap(stream), *unwrap(&source), region, output_layout);
   std::optional<schema::BlobId> blob;
   if (r) blob = s.put_blob(*r, element_bytes_for(output_layout.element_type(), r->size()));
@@ -898,6 +938,7 @@ rt::Result<std::vector<std::uint8_t>> RecordingRuntime::readback(
 rt::VNextResult<rt::DeviceErrorReport> RecordingRuntime::describe_error(
     const rt::RuntimeError& error) const {
   State& s = *state_;
+  const std::lock_guard in_order(s.order);
   auto r = s.inner->describe_error(error);
   std::lock_guard lock(s.mu);
   if (!s.active.load()) return r;
@@ -919,6 +960,7 @@ rt::VNextResult<rt::DeviceErrorReport> RecordingRuntime::describe_error(
 std::optional<rt::Result<std::unique_ptr<rt::StaticWeightImportSession>>>
 RecordingRuntime::begin_static_weight_import() {
   State& s = *state_;
+  const std::lock_guard in_order(s.order);
   auto r = s.inner->begin_static_weight_import();
   std::lock_guard lock(s.mu);
   std::uint64_t ordinal = 0;
@@ -939,6 +981,7 @@ RecordingRuntime::begin_static_weight_import() {
 std::optional<rt::Result<rt::CommandPtr>> RecordingRuntime::encode_static_weight_transform(
     const rt::StaticWeightTransformRequest& request) {
   State& s = *state_;
+  const std::lock_guard in_order(s.order);
   rt::StaticWeightTransformRequest forwarded{unwrap(request.source), unwrap(request.destination),
                                              request.transform_id};
   auto r = s.inner->encode_static_weight_transform(forwarded);
@@ -962,6 +1005,7 @@ std::optional<rt::Result<rt::CommandPtr>> RecordingRuntime::encode_static_weight
 
 rt::Result<rt::ReusableExecutionPreparation> RecordingRuntime::configure_reusable_executables(
     rt::Stream& stream, const rt::ReusableExecutionPlan& plan) {
+  const std::lock_guard in_order(state_->order);
   auto r = state_->inner->configure_reusable_executables(unwrap(stream), plan);
   state_->record_preparation("configure_reusable_executables", stream, r, &plan);
   return r;
@@ -969,6 +1013,7 @@ rt::Result<rt::ReusableExecutionPreparation> RecordingRuntime::configure_reusabl
 
 rt::Result<rt::ReusableExecutionPreparation> RecordingRuntime::seal_reusable_executables(
     rt::Stream& stream) {
+  const std::lock_guard in_order(state_->order);
   auto r = state_->inner->seal_reusable_executables(unwrap(stream));
   state_->record_preparation("seal_reusable_executables", stream, r, nullptr);
   return r;
@@ -976,6 +1021,7 @@ rt::Result<rt::ReusableExecutionPreparation> RecordingRuntime::seal_reusable_exe
 
 rt::Result<rt::ReusableExecutionPreparation> RecordingRuntime::reusable_executable_preparation(
     const rt::Stream& stream) const {
+  const std::lock_guard in_order(state_->order);
   auto r = state_->inner->reusable_executable_preparation(unwrap(stream));
   state_->record_preparation("reusable_executable_preparation", stream, r, nullptr);
   return r;
@@ -984,6 +1030,7 @@ rt::Result<rt::ReusableExecutionPreparation> RecordingRuntime::reusable_executab
 rt::Result<std::vector<rt::ReusableExecutionProgram>> RecordingRuntime::reusable_execution_catalog(
     const rt::Stream& stream) const {
   State& s = *state_;
+  const std::lock_guard in_order(s.order);
   auto r = s.inner->reusable_execution_catalog(unwrap(stream));
   std::lock_guard lock(s.mu);
   if (!s.active.load()) return r;
@@ -1006,6 +1053,7 @@ rt::Result<std::vector<rt::ReusableExecutionProgram>> RecordingRuntime::reusable
 rt::Result<std::optional<rt::CommandPtr>> RecordingRuntime::encode_reusable_execution(
     const rt::ReusableExecutionInvocation& invocation) {
   State& s = *state_;
+  const std::lock_guard in_order(s.order);
   auto r = s.inner->encode_reusable_execution(invocation);
   std::lock_guard lock(s.mu);
   std::uint64_t ordinal = 0;
@@ -1026,6 +1074,7 @@ rt::Result<std::optional<rt::CommandPtr>> RecordingRuntime::encode_reusable_exec
 rt::Result<rt::ReusableExecutionTrim> RecordingRuntime::trim_reusable_executables(
     rt::Stream& stream) {
   State& s = *state_;
+  const std::lock_guard in_order(s.order);
   auto r = s.inner->trim_reusable_executables(unwrap(stream));
   std::lock_guard lock(s.mu);
   if (!s.active.load()) return r;
@@ -1044,6 +1093,7 @@ rt::Result<rt::ReusableExecutionTrim> RecordingRuntime::trim_reusable_executable
 rt::Result<std::vector<rt::CommandPtr>> RecordingRuntime::coalesce_program_bindings(
     std::vector<rt::CommandPtr> commands) {
   State& s = *state_;
+  const std::lock_guard in_order(s.order);
   std::vector<fb::ObjectRef> refs;
   {
     std::lock_guard lock(s.mu);
@@ -1081,6 +1131,7 @@ rt::Result<std::vector<rt::CommandPtr>> RecordingRuntime::coalesce_program_bindi
 
 bool RecordingRuntime::supports_guarded_submission() const {
   State& s = *state_;
+  const std::lock_guard in_order(s.order);
   const bool supported = s.inner->supports_guarded_submission();
   std::lock_guard lock(s.mu);
   if (!s.active.load()) return supported;
@@ -1093,6 +1144,7 @@ bool RecordingRuntime::supports_guarded_submission() const {
 std::expected<rt::FencePtr, rt::GuardedSubmissionError> RecordingRuntime::submit_guarded(
     rt::Stream& stream, rt::CommandBatch batch, const rt::SubmissionGuard& guard) {
   State& s = *state_;
+  const std::lock_guard in_order(s.order);
   const std::uint64_t begin_seq = s.record_submit_begin(stream, batch, &guard);
   if (s.options.flush_before_submit) s.flush();
   auto r = s.inner->submit_guarded(unwrap(stream), State::rebuild(std::move(batch)), guard);
@@ -1118,6 +1170,7 @@ std::expected<rt::FencePtr, rt::GuardedSubmissionError> RecordingRuntime::submit
 std::optional<rt::SubmissionAttribution> RecordingRuntime::submission_attribution(
     const rt::Fence& fence) const {
   State& s = *state_;
+  const std::lock_guard in_order(s.order);
   auto a = s.inner->submission_attribution(unwrap(fence));
   std::lock_guard lock(s.mu);
   if (!s.active.load()) return a;

@@ -7,9 +7,15 @@
 // runtimes gets the same foreign-object answers with or without recorders.
 //
 // What is recorded:
-//  - one total order: every event gets the next sequence number under one mutex, so concurrent
-//    calls from many threads are all recorded, none lost; single-threaded runs are deterministic
-//    (same calls -> byte-identical trace, with writer.flush_interval_ms = 0);
+//  - one total order that is the execution order: every recorded call holds one lock from its
+//    first event through the wrapped call to its last event (a submit's SubmitBegin, flush,
+//    wrapped submit, SubmitEnd and CounterSnapshot are one unit; handle releases too), so
+//    concurrent calls from many threads are all recorded, none lost, in the order the wrapped
+//    runtime ran them, and a multi-threaded recording replays like a single-threaded one.
+//    The price: recording serializes calls to the wrapped runtime (a wait_fence, or a flush that
+//    waits on the trace compressor, holds up the other threads' calls until it returns).
+//    Single-threaded runs are deterministic (same calls -> byte-identical trace, with
+//    writer.flush_interval_ms = 0);
 //  - submit: a SubmitBegin intent event BEFORE the wrapped submit runs, a SubmitEnd after;
 //  - a CounterSnapshot after every submit and readback when the wrapped runtime has counters;
 //  - upload and readback bytes as content-addressed blobs (TraceWriter::put_blob);
@@ -17,7 +23,10 @@
 //    submitted, FenceReleased): storage lifetime moves counters;
 //  - objects are named by ordinals the recorder assigns; a handle it did not create is "foreign"
 //    and is introduced once by a ForeignObjectSeen event (identified by address, so a foreign
-//    object freed and another created at the same address share an ordinal).
+//    object freed and another created at the same address share an ordinal: the recorder never
+//    sees a foreign object die, and the runtime interface gives handles no identity beyond their
+//    address, so it cannot tell the two apart; a product that mixes runtimes replays faithfully
+//    only if it keeps the foreign objects it passes alive for the whole recording).
 // The trace is flushed to the sink before every wait_fence and, unless
 // RecorderOptions::flush_before_submit is turned off, right after every SubmitBegin (before the
 // wrapped submit runs), so a run that dies in either leaves a recoverable file holding the call.
@@ -28,8 +37,9 @@
 //
 // Ownership: the recorder owns the wrapped runtime. As for any runtime, it must outlive every
 //   handle it returned; handles that die after close() are not recorded.
-// Thread rules: as DeviceRuntime; close() may be called from any thread once no other call is in
-//   flight.
+// Thread rules: as DeviceRuntime, with every recorded call serialized (see above); close() may be
+//   called from any thread (it waits for a call in flight). Calls from inside the wrapped runtime
+//   back into the same recorder (or a wrapper of it dying there) would deadlock; none is made.
 // Errors: create() returns RuntimeError kInternal carrying the trace error's text; every other
 //   method returns exactly what the wrapped runtime returned.
 #pragma once
@@ -73,6 +83,12 @@ class RecordingRuntime final : public runtime::DeviceRuntime {
   // Records to any sink (tests: memory sinks, /dev/full through open_raw_file_sink).
   static runtime::Result<std::unique_ptr<RecordingRuntime>> create(
       std::unique_ptr<runtime::DeviceRuntime> inner, std::string runtime_name,
+      std::unique_ptr<schema::ByteSink> sink, RecorderOptions options = {});
+  // As create() with a sink, but takes the runtime out of `inner` only on success: when it fails
+  // (no runtime, no sink, the trace header cannot be written) `inner` still holds the runtime, so
+  // the caller can run it unrecorded instead of opening the device a second time (open_runtime).
+  static runtime::Result<std::unique_ptr<RecordingRuntime>> wrap(
+      std::unique_ptr<runtime::DeviceRuntime>& inner, std::string runtime_name,
       std::unique_ptr<schema::ByteSink> sink, RecorderOptions options = {});
 
   // Closes the trace if close() was not called (the result is then lost; call close() to see it).
