@@ -56,6 +56,15 @@ std::string show(const rt::ReusableExecutionPreparation& p) {
                      p.maximum_executables, p.resident_executables);
 }
 
+std::string show(const std::vector<rt::ReusableExecutionProgram>& catalog) {
+  std::string out = fmt::format("{} programs [", catalog.size());
+  for (std::size_t i = 0; i < catalog.size(); ++i) {
+    out += fmt::format("{}{} ({} nodes)", i == 0 ? "" : ", ", catalog[i].program_id,
+                       catalog[i].node_count);
+  }
+  return out + "]";
+}
+
 // A one-line description of the call a step re-executes, for mismatch reports.
 std::string describe_call(const ReplayStep& s) {
   using K = ObjectKind;
@@ -105,6 +114,20 @@ std::string describe_call(const ReplayStep& s) {
         } else if constexpr (std::is_same_v<T, step::DescribeError>) {
           return fmt::format("describe_error({})", rt::error_kind_name(b.input.kind()));
         } else if constexpr (std::is_same_v<T, step::OptionalCall>) {
+          if (b.method == "encode_reusable_execution") {
+            return fmt::format("encode_reusable_execution({}, node {})", b.text, b.node_index);
+          }
+          if (b.method == "encode_static_weight_transform") {
+            return fmt::format("encode_static_weight_transform({}, {}, {})",
+                               b.buffer.to_string(K::kBuffer), b.destination.to_string(K::kBuffer),
+                               b.text);
+          }
+          if (b.method == "coalesce_program_bindings") {
+            return fmt::format("coalesce_program_bindings({} commands)", b.commands_in.size());
+          }
+          if (b.stream.space != ObjectRef::Space::kNull) {
+            return fmt::format("{}({})", b.method, b.stream.to_string(K::kStream));
+          }
           return b.method;
         } else if constexpr (std::is_same_v<T, step::Counters>) {
           return fmt::format("counter_snapshot (after event {})", b.after_seq);
@@ -578,45 +601,155 @@ class Engine {
     }
   }
 
+  // Compares "supported or not" of a method that may answer nullopt; true when both supported.
+  bool supported(const step::OptionalCall& s, bool live) {
+    if (s.supported == live) return s.supported;
+    if (checking_) ++report_.checked.calls;
+    mismatch(s.supported ? "supported" : "not supported (nullopt)",
+             live ? "supported" : "not supported (nullopt)");
+    return false;
+  }
+
+  // A command an optional method returned: kept under its recorded ordinal, or a mismatch when
+  // exactly one of the recording and the replay returned one.
+  void returned_command(const step::OptionalCall& s, rt::CommandPtr live) {
+    if (s.command.has_value() != (live != nullptr)) {
+      mismatch(s.command ? "a command" : "Ok(None)", live ? "a command" : "Ok(None)");
+      return;
+    }
+    if (s.command) commands_[*s.command] = std::move(live);
+  }
+
   void exec(const step::OptionalCall& s) {
+    const std::string& m = s.method;
     // Methods without an error channel are counted here; the others by outcome().
-    if (s.method == "supports_guarded_submission") {
+    if (m == "supports_guarded_submission") {
       if (checking_) ++report_.checked.calls;
       const bool live = rt_.supports_guarded_submission();
       if (live != s.flag) mismatch(fmt::format("{}", s.flag), fmt::format("{}", live));
       return;
     }
-    if (s.method == "begin_static_weight_import") {
-      if (checking_) ++report_.checked.calls;
+    if (m == "begin_static_weight_import") {
       auto live = rt_.begin_static_weight_import();
-      if (live.has_value()) mismatch("not supported", "a static weight import session");
+      if (!supported(s, live.has_value())) {
+        if (checking_ && !s.supported && !live) ++report_.checked.calls;
+        return;
+      }
+      if (outcome(s.outcome, outcome_of(*live)) && s.session) {
+        sessions_[*s.session] = std::move(**live);
+      }
+      return;
+    }
+    if (m == "static_weight_import.import_component" || m == "static_weight_import.seal") {
+      auto it = sessions_.find(*s.session);
+      if (it == sessions_.end() || !it->second) {
+        mismatch(fmt::format("import session#{} to exist", *s.session),
+                 "it was never created in this replay (see the earlier mismatch)");
+        return;
+      }
+      if (m == "static_weight_import.seal") {
+        outcome(s.outcome, outcome_of(it->second->seal()));
+        return;
+      }
+      bool ok = false;
+      const rt::Buffer* dst = buffer(s.buffer, ok);
+      if (dst == nullptr) return;
+      auto live = it->second->import_component(*plan_.payload(*s.payload), *dst, s.offset_bytes);
+      outcome(s.outcome, outcome_of(live));
+      return;
+    }
+    if (m == "encode_static_weight_transform") {
+      bool ok_src = false;
+      bool ok_dst = false;
+      const rt::Buffer* src = buffer(s.buffer, ok_src);
+      const rt::Buffer* dst = buffer(s.destination, ok_dst);
+      if (src == nullptr || dst == nullptr) return;
+      auto live = rt_.encode_static_weight_transform({src, dst, s.text});
+      if (!supported(s, live.has_value())) {
+        if (checking_ && !s.supported && !live) ++report_.checked.calls;
+        return;
+      }
+      if (outcome(s.outcome, outcome_of(*live))) returned_command(s, std::move(**live));
+      return;
+    }
+    if (m == "encode_reusable_execution") {
+      auto live = rt_.encode_reusable_execution({s.text, s.node_index});
+      if (!outcome(s.outcome, outcome_of(live))) return;
+      returned_command(s, live->has_value() ? std::move(**live) : rt::CommandPtr{});
+      return;
+    }
+    if (m == "coalesce_program_bindings") {
+      exec_coalesce(s);
       return;
     }
     rt::Stream* st = stream(s.stream);
     if (st == nullptr) return;
-    rt::Result<rt::ReusableExecutionPreparation> live = rt::ReusableExecutionPreparation{};
-    if (s.method == "trim_reusable_executables") {
+    if (m == "trim_reusable_executables") {
       auto trim = rt_.trim_reusable_executables(*st);
       if (outcome(s.outcome, outcome_of(trim)) && s.trim && !(*trim == *s.trim)) {
-        mismatch(fmt::format("released {}", s.trim->released_executables),
-                 fmt::format("released {}", trim->released_executables));
+        mismatch(fmt::format("released {} executables, {} rejections",
+                             s.trim->released_executables, s.trim->released_rejections),
+                 fmt::format("released {} executables, {} rejections",
+                             trim->released_executables, trim->released_rejections));
       }
       return;
     }
-    if (s.method == "configure_reusable_executables") {
+    if (m == "reusable_execution_catalog") {
+      auto live = rt_.reusable_execution_catalog(*st);
+      if (outcome(s.outcome, outcome_of(live)) && s.catalog && *live != *s.catalog) {
+        mismatch(show(*s.catalog), show(*live));
+      }
+      return;
+    }
+    rt::Result<rt::ReusableExecutionPreparation> live = rt::ReusableExecutionPreparation{};
+    if (m == "configure_reusable_executables") {
       auto plan = rt::ReusableExecutionPlan::create(s.plan_maximum_executables, s.plan_lifetime);
       if (!plan) {
         mismatch("a valid reusable execution plan", plan.error().display());
         return;
       }
       live = rt_.configure_reusable_executables(*st, *plan);
-    } else if (s.method == "seal_reusable_executables") {
+    } else if (m == "seal_reusable_executables") {
       live = rt_.seal_reusable_executables(*st);
     } else {
       live = rt_.reusable_executable_preparation(*st);
     }
     if (outcome(s.outcome, outcome_of(live)) && s.preparation && !(*live == *s.preparation)) {
       mismatch(show(*s.preparation), show(*live));
+    }
+  }
+
+  // The input commands are consumed (like a submit's); the outputs take the ordinals the recorder
+  // assigned, in order, so later submits find them.
+  void exec_coalesce(const step::OptionalCall& s) {
+    std::vector<rt::CommandPtr> input;
+    input.reserve(s.commands_in.size());
+    bool all_ok = true;
+    for (const auto& ref : s.commands_in) {
+      rt::CommandPtr command;
+      if (ref.space == ObjectRef::Space::kOwn) {
+        auto it = commands_.find(ref.ordinal);
+        if (it == commands_.end() || !it->second) {
+          missing(ref, ObjectKind::kCommand);
+          all_ok = false;
+        } else {
+          command = std::move(it->second);
+          commands_.erase(it);
+        }
+      } else if (ref.space == ObjectRef::Space::kForeign) {
+        command = foreign_command();
+      }
+      input.push_back(std::move(command));
+    }
+    if (!all_ok) return;
+    auto live = rt_.coalesce_program_bindings(std::move(input));
+    if (!outcome(s.outcome, outcome_of(live))) return;
+    if (live->size() != s.commands_out.size()) {
+      mismatch(fmt::format("{} commands", s.commands_out.size()),
+               fmt::format("{} commands", live->size()));
+    }
+    for (std::size_t i = 0; i < std::min(live->size(), s.commands_out.size()); ++i) {
+      commands_[s.commands_out[i]] = std::move((*live)[i]);
     }
   }
 
@@ -654,6 +787,8 @@ class Engine {
   Table<rt::FencePtr> fences_;
   Table<rt::FencePtr> foreign_fences_;
   Table<rt::CommandPtr> commands_;
+  // After the buffers: a session is released before the buffers it imports into.
+  Table<std::unique_ptr<rt::StaticWeightImportSession>> sessions_;
   std::map<std::uint64_t, Pending> pending_;
 };
 

@@ -323,37 +323,79 @@ TraceResult<ReplayStepBody> Decoder::decode(const fb::Event& event) const {
       step::OptionalCall s;
       s.method = e->method() ? e->method()->str() : "";
       static const std::set<std::string, std::less<>> kKnown = {
-          "supports_guarded_submission",    "begin_static_weight_import",
-          "configure_reusable_executables", "seal_reusable_executables",
-          "reusable_executable_preparation", "trim_reusable_executables"};
+          "supports_guarded_submission",
+          "begin_static_weight_import",
+          "static_weight_import.import_component",
+          "static_weight_import.seal",
+          "encode_static_weight_transform",
+          "configure_reusable_executables",
+          "seal_reusable_executables",
+          "reusable_executable_preparation",
+          "reusable_execution_catalog",
+          "encode_reusable_execution",
+          "trim_reusable_executables",
+          "coalesce_program_bindings"};
       if (!kKnown.contains(s.method)) {
+        if (!event.required()) return step::Skipped{fmt::format("OptionalCall {}", s.method)};
         return std::unexpected(TraceError{
             TraceErrorKind::kUnknownRequiredEvent,
-            fmt::format("event {} (OptionalCall): this replayer does not re-execute `{}`",
+            fmt::format("event {} (OptionalCall): unknown required optional method `{}`; this "
+                        "replayer cannot reproduce it",
                         ordinal_, s.method)});
       }
-      if (s.method == "begin_static_weight_import" && e->supported()) {
-        return std::unexpected(TraceError{
-            TraceErrorKind::kUnknownRequiredEvent,
-            fmt::format("event {} (OptionalCall): static weight import sessions are not "
-                        "replayed by this version",
-                        ordinal_)});
-      }
       s.stream = ref(e->stream());
+      s.session = opt(e->session());
+      s.buffer = ref(e->buffer());
+      s.destination = ref(e->destination());
+      s.offset_bytes = e->offset_bytes();
+      if (e->payload() != nullptr) s.payload = schema::from_fb(*e->payload());
+      s.payload_bytes = e->payload_bytes();
+      s.text = e->text() ? e->text()->str() : "";
+      s.node_index = e->node_index();
       s.supported = e->supported();
       s.flag = e->flag();
       s.plan_maximum_executables = e->plan_maximum_executables();
       VTRACE_TRY(lifetime, enum_of(e->plan_catalog_lifetime(), "plan_catalog_lifetime"));
       s.plan_lifetime = lifetime;
+      if (e->commands_in() != nullptr) {
+        for (const auto* c : *e->commands_in()) s.commands_in.push_back(ref(c));
+      }
+      s.command = opt(e->command());
+      if (e->commands_out() != nullptr) {
+        s.commands_out.assign(e->commands_out()->begin(), e->commands_out()->end());
+      }
       if (e->preparation() != nullptr) {
         VTRACE_TRY(p, lift(schema::read_preparation(e->preparation())));
         s.preparation = p;
+      }
+      if (e->catalog() != nullptr) {
+        std::vector<rt::ReusableExecutionProgram> programs;
+        for (const auto* p : *e->catalog()) {
+          programs.push_back({p->program_id() ? p->program_id()->str() : "", p->node_count()});
+        }
+        s.catalog = std::move(programs);
       }
       if (s.method == "trim_reusable_executables") {
         s.trim = rt::ReusableExecutionTrim{e->released_executables(), e->released_rejections()};
       }
       VTRACE_TRY(out, outcome(e->error()));
       s.outcome = std::move(out);
+      const bool session_method = s.method.starts_with("static_weight_import.");
+      if (session_method && !s.session) return std::unexpected(error("lacks `session`"));
+      if (s.method == "static_weight_import.import_component") {
+        if (!s.payload) return std::unexpected(error("lacks `payload`"));
+        if (s.buffer.space == ObjectRef::Space::kNull) {
+          return std::unexpected(error("lacks `buffer`"));
+        }
+      }
+      if (s.method == "encode_static_weight_transform" &&
+          (s.buffer.space == ObjectRef::Space::kNull ||
+           s.destination.space == ObjectRef::Space::kNull)) {
+        return std::unexpected(error("lacks `buffer` or `destination`"));
+      }
+      if (s.outcome && (s.command || !s.commands_out.empty())) {
+        return std::unexpected(error("names a returned command and an error"));
+      }
       return s;
     }
     case B::CounterSnapshot: {
@@ -471,8 +513,25 @@ class ReferenceCheck {
     if (s.payload) blobs.push_back(*s.payload);
     return all(use(s.stream, ObjectKind::kStream), use(s.source, ObjectKind::kBuffer));
   }
-  std::optional<std::string> check(const step::OptionalCall& s, auto&) {
-    return use(s.stream, ObjectKind::kStream);
+  std::optional<std::string> check(const step::OptionalCall& s, auto& blobs) {
+    if (s.payload) blobs.push_back(*s.payload);
+    if (auto bad = all(use(s.stream, ObjectKind::kStream), use(s.buffer, ObjectKind::kBuffer),
+                       use(s.destination, ObjectKind::kBuffer))) {
+      return bad;
+    }
+    for (const auto& c : s.commands_in) {
+      if (auto bad = use(c, ObjectKind::kCommand)) return bad;
+    }
+    if (s.session) {
+      if (s.method == "begin_static_weight_import") {
+        create(s.session, ObjectKind::kImportSession);
+      } else if (auto bad = use({*s.session, ObjectRef::Space::kOwn}, ObjectKind::kImportSession)) {
+        return bad;
+      }
+    }
+    create(s.command, ObjectKind::kCommand);
+    for (const auto c : s.commands_out) create(c, ObjectKind::kCommand);
+    return std::nullopt;
   }
   std::optional<std::string> check(const auto&, auto&) { return std::nullopt; }
 

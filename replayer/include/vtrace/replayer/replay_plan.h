@@ -5,7 +5,9 @@
 // sequence number is not its ordinal, a field does not convert to a valid runtime value, an object
 // is referenced before the event that creates it (or after the one that releases it), a permit
 // generation was never admitted, a SubmitEnd names no SubmitBegin, or a payload blob is missing.
-// Unknown events marked not required are kept as Skipped steps. Every payload the steps name is
+// Unknown events marked not required are kept as Skipped steps; so is an OptionalCall naming a
+// method this build does not know when it is not required (a required one is refused with
+// kUnknownRequiredEvent, like an unknown required kind). Every payload the steps name is
 // loaded into the plan, so executing it reads nothing from the file.
 //
 // Recovered traces (no footer: the recording died or the file was cut) are planned as far as they
@@ -172,18 +174,33 @@ struct DescribeError {
   runtime::RuntimeError input;
   std::optional<runtime::DeviceErrorReport> report;  // nullopt: describe_error failed
 };
-// The optional methods this replayer re-executes: supports_guarded_submission,
-// begin_static_weight_import (answered "not supported" when recorded), and the reusable-execution
-// queries configure/seal/reusable_executable_preparation/trim.
+// One call of an optional method (spec 5.2), or of a static weight import session. Every method
+// the recorder records is re-executed: supports_guarded_submission, begin_static_weight_import,
+// static_weight_import.import_component, static_weight_import.seal,
+// encode_static_weight_transform, configure_reusable_executables, seal_reusable_executables,
+// reusable_executable_preparation, reusable_execution_catalog, encode_reusable_execution,
+// trim_reusable_executables and coalesce_program_bindings.
 struct OptionalCall {
   std::string method;
   ObjectRef stream;
-  bool supported = true;
+  std::optional<std::uint64_t> session;  // import session ordinal (created or used)
+  ObjectRef buffer;                      // import destination / transform source
+  ObjectRef destination;                 // transform destination
+  std::uint64_t offset_bytes = 0;
+  std::optional<schema::BlobId> payload;  // import_component's bytes
+  std::uint64_t payload_bytes = 0;
+  std::string text;                       // transform id / invocation program id
+  std::uint32_t node_index = 0;
+  bool supported = true;  // false: the method answered "not supported" (nullopt)
   bool flag = false;
   std::uint64_t plan_maximum_executables = 0;
   runtime::ReusableExecutionCatalogLifetime plan_lifetime =
       runtime::ReusableExecutionCatalogLifetime::kStartupSealed;
+  std::vector<ObjectRef> commands_in;               // coalesce_program_bindings
+  std::optional<std::uint64_t> command;             // a command returned
+  std::vector<std::uint64_t> commands_out;          // coalesce_program_bindings' results
   std::optional<runtime::ReusableExecutionPreparation> preparation;
+  std::optional<std::vector<runtime::ReusableExecutionProgram>> catalog;
   std::optional<runtime::ReusableExecutionTrim> trim;
   Outcome outcome;
 };

@@ -1,0 +1,407 @@
+// Replay of the optional methods (spec 5.2) the recorder records, and the compatibility rule for
+// event kinds this build does not know.
+#include <catch2/catch.hpp>
+
+#include <fmt/format.h>
+
+#include "trace_fixtures.h"
+#include "vtrace/recorder/recording_runtime.h"
+#include "vtrace/replayer/replay_trace.h"
+#include "vtrace/runtime/registry.h"
+#include "vtrace/schema/events.h"
+#include "vtrace/schema/trace_reader.h"
+#include "vtrace/schema/trace_writer.h"
+
+namespace rp = vtrace::replayer;
+namespace rt = vtrace::runtime;
+namespace fb = vtrace::fb;
+namespace schema = vtrace::schema;
+using vtrace::test::ScratchDir;
+
+namespace {
+
+rt::BufferPtr make_buffer(rt::DeviceRuntime& runtime, const char* id, std::uint64_t bytes) {
+  auto request = rt::BufferRequest::create(*rt::ResourceId::create(id), bytes, 16,
+                                           rt::BufferUsage::kScratch, rt::ElementType::kU8);
+  REQUIRE(request.has_value());
+  auto permit = runtime.admit(*request);
+  REQUIRE(permit.has_value());
+  auto buffer = runtime.allocate(std::move(*permit));
+  REQUIRE(buffer.has_value());
+  return std::move(*buffer);
+}
+
+// Records, on the reference runtime, a session calling every optional method; the commands
+// coalesce_program_bindings returns are submitted and their effect read back.
+void record_optional_session(const std::filesystem::path& path) {
+  auto inner = rt::default_registry().open("reference", {"device.vtrace.0"});
+  REQUIRE(inner.has_value());
+  auto recording = vtrace::recorder::RecordingRuntime::create(std::move(*inner), "reference", path,
+                                                              {});
+  REQUIRE(recording.has_value());
+  rt::DeviceRuntime& r = **recording;
+  {
+    auto stream = r.create_stream();
+    REQUIRE(stream.has_value());
+    auto source = make_buffer(r, "resource.test.source", 64);
+    auto target = make_buffer(r, "resource.test.target", 64);
+
+    CHECK_FALSE(r.supports_guarded_submission());
+    CHECK_FALSE(r.begin_static_weight_import().has_value());
+    CHECK_FALSE(r.encode_static_weight_transform({source.get(), target.get(), "transpose"})
+                    .has_value());
+    auto plan = rt::ReusableExecutionPlan::create(4);
+    REQUIRE(plan.has_value());
+    CHECK(r.configure_reusable_executables(**stream, *plan).has_value());
+    CHECK(r.seal_reusable_executables(**stream).has_value());
+    CHECK(r.reusable_executable_preparation(**stream).has_value());
+    auto catalog = r.reusable_execution_catalog(**stream);
+    REQUIRE(catalog.has_value());
+    CHECK(catalog->empty());
+    auto reusable = r.encode_reusable_execution({"program.test", 2});
+    REQUIRE(reusable.has_value());
+    CHECK_FALSE(reusable->has_value());
+    CHECK(r.trim_reusable_executables(**stream).has_value());
+
+    std::vector<std::uint8_t> bytes(32);
+    for (std::size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<std::uint8_t>(i * 7 + 1);
+    auto layout = rt::HostTransferLayout::create(rt::ElementType::kU8, bytes.size());
+    REQUIRE(layout.has_value());
+    std::vector<rt::CommandPtr> commands;
+    auto upload = r.encode_upload(bytes, *layout, *target, 8);
+    REQUIRE(upload.has_value());
+    commands.push_back(std::move(*upload));
+    auto zero = r.encode_zero(*target, 0, 8);
+    REQUIRE(zero.has_value());
+    commands.push_back(std::move(*zero));
+    auto coalesced = r.coalesce_program_bindings(std::move(commands));
+    REQUIRE(coalesced.has_value());
+    REQUIRE(coalesced->size() == 2);
+    rt::CommandBatch batch;
+    for (auto& c : *coalesced) batch.push(std::move(c));
+    auto fence = r.submit(**stream, std::move(batch));
+    REQUIRE(fence.has_value());
+    REQUIRE(r.wait_fence(**fence).has_value());
+    auto region = rt::CopyRegion::create(0, 0, 40);
+    auto out_layout = rt::HostTransferLayout::create(rt::ElementType::kU8, 40);
+    REQUIRE(region.has_value());
+    REQUIRE(out_layout.has_value());
+    auto read = r.readback(**stream, *target, *region, *out_layout);
+    REQUIRE(read.has_value());
+    CHECK((*read)[8] == 1);
+  }
+  REQUIRE((*recording)->close().has_value());
+}
+
+std::vector<std::string> optional_methods(const std::filesystem::path& trace) {
+  auto reader = schema::TraceReader::open(trace);
+  REQUIRE(reader.has_value());
+  std::vector<std::string> methods;
+  REQUIRE((*reader)
+              ->visit_events(0, (*reader)->event_count(),
+                             [&](std::uint64_t, std::span<const std::uint8_t> bytes) {
+                               if (const auto* o = schema::event_of(bytes)->body_as_OptionalCall()) {
+                                 methods.push_back(o->method()->str());
+                               }
+                               return true;
+                             })
+              .has_value());
+  return methods;
+}
+
+// One past the last EventBody value this build knows.
+constexpr auto kUnknownBody =
+    static_cast<fb::EventBody>(static_cast<std::uint8_t>(fb::EventBody::MAX) + 1);
+
+std::vector<std::uint8_t> finish_event(flatbuffers::FlatBufferBuilder& b, std::uint64_t seq,
+                                       fb::EventBody type, flatbuffers::Offset<void> body,
+                                       bool required) {
+  fb::EventBuilder event(b);
+  event.add_seq(seq);
+  event.add_body_type(type);
+  event.add_body(body);
+  event.add_required(required);
+  b.Finish(event.Finish());
+  return {b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize()};
+}
+
+// Copies traces/tiny.vtrace to `destination` (re-putting its payloads), then appends an event of
+// an unknown kind (`required` as given) and after it a supports_guarded_submission call, so that
+// replay has something to check after the unknown event. Returns the unknown event's ordinal.
+std::uint64_t write_tiny_with_unknown_event(const std::filesystem::path& destination,
+                                            bool required) {
+  const auto golden = std::filesystem::path(VTRACE_SOURCE_DIR) / "traces" / "tiny.vtrace";
+  auto reader = schema::TraceReader::open(golden);
+  REQUIRE(reader.has_value());
+  auto& r = **reader;
+  auto sink = schema::open_file_sink(destination);
+  REQUIRE(sink.has_value());
+  auto writer = schema::TraceWriter::create(std::move(*sink), r.header());
+  REQUIRE(writer.has_value());
+  REQUIRE(r.visit_events(0, r.event_count(),
+                         [&](std::uint64_t, std::span<const std::uint8_t> bytes) {
+                           const fb::Event* event = schema::event_of(bytes);
+                           const fb::BlobRef* ref = nullptr;
+                           if (const auto* u = event->body_as_EncodeUpload()) ref = u->payload();
+                           if (const auto* rb = event->body_as_Readback()) ref = rb->payload();
+                           if (ref != nullptr) {
+                             auto blob = r.blob(schema::from_fb(*ref));
+                             REQUIRE(blob.has_value());
+                             REQUIRE((*writer)->put_blob(*blob, 2).has_value());
+                           }
+                           REQUIRE((*writer)->append_event(bytes).has_value());
+                           return true;
+                         })
+              .has_value());
+  const std::uint64_t unknown = r.event_count();
+  {
+    flatbuffers::FlatBufferBuilder b;
+    // Any table serves as the body of a kind this build does not know.
+    const auto body = fb::CreateCounterSnapshot(b, 0).Union();
+    REQUIRE((*writer)->append_event(finish_event(b, unknown, kUnknownBody, body, required))
+                .has_value());
+  }
+  {
+    flatbuffers::FlatBufferBuilder b;
+    const auto method = b.CreateString("supports_guarded_submission");
+    fb::OptionalCallBuilder call(b);
+    call.add_method(method);
+    call.add_flag(false);
+    const auto body = call.Finish().Union();
+    REQUIRE((*writer)
+                ->append_event(finish_event(b, unknown + 1, fb::EventBody::OptionalCall, body, true))
+                .has_value());
+  }
+  REQUIRE((*writer)->close({}).has_value());
+  return unknown;
+}
+
+}  // namespace
+
+TEST_CASE("a recorded session calling every optional method replays to a match", "[replayer]") {
+  ScratchDir dir("replayer-optional");
+  const auto path = dir / "optional.vtrace";
+  record_optional_session(path);
+  const auto methods = optional_methods(path);
+  for (const char* method :
+       {"supports_guarded_submission", "begin_static_weight_import",
+        "encode_static_weight_transform", "configure_reusable_executables",
+        "seal_reusable_executables", "reusable_executable_preparation",
+        "reusable_execution_catalog", "encode_reusable_execution", "trim_reusable_executables",
+        "coalesce_program_bindings"}) {
+    INFO(method);
+    CHECK(std::find(methods.begin(), methods.end(), method) != methods.end());
+  }
+
+  auto reader = schema::TraceReader::open(path);
+  REQUIRE(reader.has_value());
+  auto plan = rp::ReplayPlan::build(**reader);
+  INFO((plan ? std::string() : plan.error().message));
+  REQUIRE(plan.has_value());
+  std::uint64_t optional_steps = 0;
+  for (const auto& s : plan->steps()) {
+    CHECK_FALSE(std::holds_alternative<rp::step::Skipped>(s.body));
+    if (const auto* call = std::get_if<rp::step::OptionalCall>(&s.body)) {
+      ++optional_steps;
+      if (call->method == "coalesce_program_bindings") {
+        CHECK(call->commands_in.size() == 2);
+        CHECK(call->commands_out.size() == 2);
+      }
+      if (call->method == "encode_static_weight_transform") CHECK_FALSE(call->supported);
+      if (call->method == "encode_reusable_execution") {
+        CHECK_FALSE(call->command.has_value());
+        CHECK(call->text == "program.test");
+        CHECK(call->node_index == 2);
+      }
+      if (call->method == "reusable_execution_catalog") {
+        REQUIRE(call->catalog.has_value());
+        CHECK(call->catalog->empty());
+      }
+    }
+  }
+  CHECK(optional_steps == methods.size());
+
+  auto primary = rt::default_registry().open("reference", {"device.vtrace.0"});
+  auto auxiliary = rt::default_registry().open("reference", {"device.vtrace.1"});
+  REQUIRE(primary.has_value());
+  REQUIRE(auxiliary.has_value());
+  const auto report = rp::replay_plan(*plan, **primary, **auxiliary, {});
+  for (const auto& m : report.mismatches) {
+    UNSCOPED_INFO(fmt::format("event {} {}: expected {}, got {}", m.event, m.call, m.expected,
+                              m.actual));
+  }
+  CHECK(report.matched());
+  CHECK(report.checked.readbacks == 1);
+  CHECK(report.checked.calls >= methods.size());
+  CHECK(report.events == report.executed);
+}
+
+TEST_CASE("a replay whose runtime answers an optional method differently reports the mismatch",
+          "[replayer]") {
+  // A runtime that coalesces into one command where the recording got two: the later submit
+  // cannot find the second command and the coalesce itself is reported.
+  class OneCommand final : public rt::DeviceRuntime {
+   public:
+    explicit OneCommand(std::unique_ptr<rt::DeviceRuntime> inner) : inner_(std::move(inner)) {}
+    const rt::DeviceDescriptor& descriptor() const override { return inner_->descriptor(); }
+    rt::AttentionExecutionPolicy attention_execution_policy() const override {
+      return inner_->attention_execution_policy();
+    }
+    rt::Result<rt::AllocationPermit> admit(const rt::BufferRequest& r) override {
+      return inner_->admit(r);
+    }
+    rt::Result<rt::BufferPtr> allocate(rt::AllocationPermit p) override {
+      return inner_->allocate(std::move(p));
+    }
+    rt::BufferDescriptor buffer_descriptor(const rt::Buffer& b) const override {
+      return inner_->buffer_descriptor(b);
+    }
+    rt::Result<rt::StreamPtr> create_stream() override { return inner_->create_stream(); }
+    rt::StreamState stream_state(const rt::Stream& s) const override {
+      return inner_->stream_state(s);
+    }
+    rt::Result<rt::CommandPtr> encode_copy(const rt::Buffer& s, const rt::Buffer& d,
+                                           const rt::CopyRegion& r) override {
+      return inner_->encode_copy(s, d, r);
+    }
+    rt::Result<rt::CommandPtr> encode_upload(std::span<const std::uint8_t> s,
+                                             const rt::HostTransferLayout& l, const rt::Buffer& d,
+                                             std::uint64_t o) override {
+      return inner_->encode_upload(s, l, d, o);
+    }
+    rt::Result<rt::CommandPtr> encode_zero(const rt::Buffer& d, std::uint64_t o,
+                                           std::uint64_t n) override {
+      return inner_->encode_zero(d, o, n);
+    }
+    rt::Result<rt::CommandPtr> encode_dense_linear(const rt::DenseLinearRequest& r) override {
+      return inner_->encode_dense_linear(r);
+    }
+    std::expected<rt::FencePtr, rt::DefinitelyNotSubmitted> submit(rt::Stream& s,
+                                                                   rt::CommandBatch b) override {
+      return inner_->submit(s, std::move(b));
+    }
+    rt::FenceQuery query_fence(const rt::Fence& f) const override { return inner_->query_fence(f); }
+    std::expected<rt::TerminalReceipt, rt::FenceIndeterminate> wait_fence(
+        const rt::Fence& f) override {
+      return inner_->wait_fence(f);
+    }
+    rt::Result<void> synchronize(rt::Stream& s) override { return inner_->synchronize(s); }
+    rt::Result<std::vector<std::uint8_t>> readback(rt::Stream& s, const rt::Buffer& b,
+                                                   const rt::CopyRegion& r,
+                                                   const rt::HostTransferLayout& l) override {
+      return inner_->readback(s, b, r, l);
+    }
+    rt::VNextResult<rt::DeviceErrorReport> describe_error(const rt::RuntimeError& e) const override {
+      return inner_->describe_error(e);
+    }
+    std::optional<rt::CounterSnapshot> counter_snapshot() const override {
+      return inner_->counter_snapshot();
+    }
+    rt::Result<std::vector<rt::CommandPtr>> coalesce_program_bindings(
+        std::vector<rt::CommandPtr> commands) override {
+      commands.resize(1);
+      return commands;
+    }
+
+   private:
+    std::unique_ptr<rt::DeviceRuntime> inner_;
+  };
+
+  ScratchDir dir("replayer-optional-mismatch");
+  const auto path = dir / "optional.vtrace";
+  record_optional_session(path);
+  auto reader = schema::TraceReader::open(path);
+  REQUIRE(reader.has_value());
+  auto plan = rp::ReplayPlan::build(**reader);
+  REQUIRE(plan.has_value());
+  auto inner = rt::default_registry().open("reference", {"device.vtrace.0"});
+  auto auxiliary = rt::default_registry().open("reference", {"device.vtrace.1"});
+  REQUIRE(inner.has_value());
+  REQUIRE(auxiliary.has_value());
+  OneCommand live(std::move(*inner));
+  const auto report = rp::replay_plan(*plan, live, **auxiliary, {});
+  REQUIRE_FALSE(report.matched());
+  const auto& first = report.mismatches.front();
+  CHECK(first.call == "coalesce_program_bindings(2 commands)");
+  CHECK(first.expected == "2 commands");
+  CHECK(first.actual == "1 commands");
+}
+
+TEST_CASE("an event of an unknown required kind fails the plan naming its ordinal",
+          "[replayer]") {
+  ScratchDir dir("replayer-unknown-required");
+  const auto path = dir / "unknown.vtrace";
+  const auto unknown = write_tiny_with_unknown_event(path, true);
+  auto reader = schema::TraceReader::open(path);
+  REQUIRE(reader.has_value());
+  auto plan = rp::ReplayPlan::build(**reader);
+  REQUIRE_FALSE(plan.has_value());
+  CHECK(plan.error().kind == schema::TraceErrorKind::kUnknownRequiredEvent);
+  CHECK(plan.error().message.find(fmt::format("event {}", unknown)) != std::string::npos);
+  CHECK(plan.error().message.find(fmt::format(
+            "unknown required event kind {}", static_cast<unsigned>(kUnknownBody))) !=
+        std::string::npos);
+
+  auto replayed = rp::replay_trace(path, {}, rt::default_registry());
+  REQUIRE_FALSE(replayed.has_value());
+  CHECK(replayed.error().kind == rp::ReplayFailure::Kind::kTrace);
+}
+
+TEST_CASE("an event of an unknown optional kind is skipped and the rest of the trace matches",
+          "[replayer]") {
+  ScratchDir dir("replayer-unknown-optional");
+  const auto path = dir / "unknown.vtrace";
+  const auto unknown = write_tiny_with_unknown_event(path, false);
+  auto reader = schema::TraceReader::open(path);
+  REQUIRE(reader.has_value());
+  auto plan = rp::ReplayPlan::build(**reader);
+  INFO((plan ? std::string() : plan.error().message));
+  REQUIRE(plan.has_value());
+  REQUIRE(plan->steps().size() == unknown + 2);
+  CHECK(std::holds_alternative<rp::step::Skipped>(plan->steps()[unknown].body));
+  CHECK(std::holds_alternative<rp::step::OptionalCall>(plan->steps()[unknown + 1].body));
+
+  auto report = rp::replay_trace(path, {}, rt::default_registry());
+  INFO((report ? std::string() : report.error().message));
+  REQUIRE(report.has_value());
+  CHECK(report->matched());
+  CHECK(report->executed == unknown + 2);
+  CHECK(report->checked.readbacks > 0);
+}
+
+TEST_CASE("an optional call of an unknown method is refused when required and skipped when not",
+          "[replayer]") {
+  ScratchDir dir("replayer-unknown-method");
+  for (const bool required : {true, false}) {
+    INFO(required);
+    const auto path = dir / fmt::format("method-{}.vtrace", required);
+    {
+      auto sink = schema::open_file_sink(path);
+      REQUIRE(sink.has_value());
+      auto writer = schema::TraceWriter::create(std::move(*sink), {});
+      REQUIRE(writer.has_value());
+      flatbuffers::FlatBufferBuilder b;
+      const auto method = b.CreateString("a_method_from_the_future");
+      fb::OptionalCallBuilder call(b);
+      call.add_method(method);
+      const auto body = call.Finish().Union();
+      REQUIRE((*writer)
+                  ->append_event(finish_event(b, 0, fb::EventBody::OptionalCall, body, required))
+                  .has_value());
+      REQUIRE((*writer)->close({}).has_value());
+    }
+    auto reader = schema::TraceReader::open(path);
+    REQUIRE(reader.has_value());
+    auto plan = rp::ReplayPlan::build(**reader);
+    if (required) {
+      REQUIRE_FALSE(plan.has_value());
+      CHECK(plan.error().kind == schema::TraceErrorKind::kUnknownRequiredEvent);
+      CHECK(plan.error().message.find("event 0 (OptionalCall)") != std::string::npos);
+      CHECK(plan.error().message.find("a_method_from_the_future") != std::string::npos);
+    } else {
+      REQUIRE(plan.has_value());
+      REQUIRE(plan->steps().size() == 1);
+      CHECK(std::holds_alternative<rp::step::Skipped>(plan->steps()[0].body));
+    }
+  }
+}
