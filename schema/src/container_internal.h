@@ -12,6 +12,8 @@
 #include <emmintrin.h>
 #endif
 
+#include <xxhash.h>
+
 #include "vtrace/schema/format.h"
 #include "vtrace/schema/trace_error.h"
 
@@ -83,6 +85,19 @@ inline void decode_planes16(std::span<const std::uint8_t> in, std::uint8_t* out)
     out[2 * i] = in[i];
     out[2 * i + 1] = in[n + i];
   }
+}
+
+// Format 1.1 integrity checks (docs/FORMAT.md). The header hash covers the header frame's content
+// before it: kHeaderMagic + the Header table. The footer checksum covers the Footer table (the
+// footer frame's content before the trailer); 0 is reserved for "not checked" (1.0 files), so a
+// hash that happens to be 0 is stored as 1.
+inline BlobId header_hash_of(std::span<const std::uint8_t> magic_and_table) {
+  const XXH128_hash_t h = XXH3_128bits(magic_and_table.data(), magic_and_table.size());
+  return BlobId{h.low64, h.high64};
+}
+inline std::uint64_t footer_checksum_of(std::span<const std::uint8_t> footer_table) {
+  const std::uint64_t h = XXH3_64bits(footer_table.data(), footer_table.size());
+  return h == 0 ? 1 : h;
 }
 
 inline TraceError make_error(TraceErrorKind kind, std::string message) {

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <limits>
+#include <optional>
 
 #define ZSTD_STATIC_LINKING_ONLY  // ZSTD_d_forceIgnoreChecksum (stable since zstd 1.4.7)
 #include <container_generated.h>
@@ -212,6 +213,12 @@ struct TraceReader::Impl {
   std::vector<std::uint8_t> summary;
   std::uint64_t data_begin = 0;
   std::uint64_t data_end = 0;
+  // XXH3-128 of the header frame's content less its last 16 bytes (format 1.1's header hash
+  // covers exactly these); compared with the footer's copy. Absent for a header under 24 bytes.
+  std::optional<BlobId> header_prefix_hash;
+  // Set when the trailer's footer checksum does not match: open() then recovered by scanning and
+  // verify_all() reports this.
+  std::optional<TraceError> footer_damage;
   ZSTD_DCtx* dctx = nullptr;
   std::uint64_t decompressions = 0;
 
@@ -519,8 +526,24 @@ struct TraceReader::Impl {
       return std::unexpected(make_error(
           TraceErrorKind::kNotATrace, fmt::format("{}: the header frame lacks the vtrace magic", name)));
     }
-    // A copy keeps the table at an aligned address.
-    std::vector<std::uint8_t> table(content.begin() + 8, content.end());
+    // Format 1.1: the content ends with the XXH3-128 of what precedes it. Whether it does is
+    // known before the table is read; the table then says whether it had to (minor >= 1).
+    bool hashed = false;
+    if (content.size() >= kHeaderMagic.size() + kHeaderHashBytes) {
+      const std::size_t body = content.size() - kHeaderHashBytes;
+      header_prefix_hash = header_hash_of(std::span<const std::uint8_t>(content).first(body));
+      hashed = header_prefix_hash->low == get_u64(content.data() + body) &&
+               header_prefix_hash->high == get_u64(content.data() + body + 8);
+    }
+    const auto header_damaged = [&] {
+      return std::unexpected(make_error(
+          TraceErrorKind::kChecksumMismatch,
+          fmt::format("{}: the header frame at offset 0 does not match its checksum", name)));
+    };
+    // A copy keeps the table at an aligned address. A 1.0 header has no hash: its table runs to
+    // the end of the content.
+    std::vector<std::uint8_t> table(content.begin() + 8,
+                                    content.end() - (hashed ? kHeaderHashBytes : 0));
     flatbuffers::Verifier verifier(table.data(), table.size(), kMaxFlatbufferDepth, kMaxFlatbufferTables);
     if (!verifier.VerifyBuffer<container::Header>(nullptr)) {
       return std::unexpected(make_error(
@@ -535,6 +558,7 @@ struct TraceReader::Impl {
           fmt::format("{} was written by format {}.{}; this reader reads {}.x", name,
                       header.format_major, header.format_minor, kFormatMajor)));
     }
+    if (header.format_minor >= kFirstChecksummedMinor && !hashed) return header_damaged();
     header.producer = h->producer() ? h->producer()->str() : std::string();
     header.producer_version = h->producer_version() ? h->producer_version()->str() : std::string();
     if (h->metadata()) header.metadata.assign(h->metadata()->begin(), h->metadata()->end());
@@ -572,6 +596,16 @@ struct TraceReader::Impl {
       return corrupt(fmt::format("no footer frame of {} bytes at offset {}", fsize, foff));
     }
     std::vector<std::uint8_t> table(frame.begin() + 8, frame.end() - kTrailerBytes);
+    // Format 1.1: the trailer's third u64 is the XXH3-64 of the footer table (0 = not checked).
+    // A footer that does not match it is not trusted: open() scans the data frames instead
+    // (recover()), and verify_all() reports the damage.
+    const std::uint64_t checksum = get_u64(trailer.data() + 16);
+    if (checksum != 0 && checksum != footer_checksum_of(table)) {
+      footer_damage = make_error(
+          TraceErrorKind::kChecksumMismatch,
+          fmt::format("{}: the footer frame at offset {} does not match its checksum", name, foff));
+      return false;
+    }
     flatbuffers::Verifier verifier(table.data(), table.size(), kMaxFlatbufferDepth, kMaxFlatbufferTables);
     if (!verifier.VerifyBuffer<container::Footer>(nullptr)) {
       return std::unexpected(make_error(
@@ -580,6 +614,16 @@ struct TraceReader::Impl {
     const auto* f = flatbuffers::GetRoot<container::Footer>(table.data());
     if (f->frames() == nullptr || f->blobs() == nullptr || f->totals() == nullptr) {
       return corrupt("the footer lacks its frame index, blob index or totals");
+    }
+    // Format 1.1: the footer's copy of the header hash catches a damaged header that no longer
+    // says minor >= 1 (and so hides its own hash).
+    if (const container::Hash128* hh = f->header_hash(); hh != nullptr) {
+      if (!header_prefix_hash || *header_prefix_hash != from_fb(*hh)) {
+        return std::unexpected(make_error(
+            TraceErrorKind::kChecksumMismatch,
+            fmt::format("{}: the header frame at offset 0 does not match its checksum (the "
+                        "footer's copy)", name)));
+      }
     }
     std::uint64_t expect_offset = data_begin;
     std::uint64_t events = 0;
@@ -679,7 +723,11 @@ struct TraceReader::Impl {
     recovery.file_bytes = size;
     std::uint64_t whole = 0;
     for (const auto& f : frames) whole += f.complete ? 1 : 0;
-    if (s->cut_frame) {
+    if (footer_damage) {
+      recovery.note = fmt::format(
+          "{}: the footer at offset {} is damaged (it does not match its checksum): recovered {} "
+          "events from {} complete frames by scanning", name, s->data_end, s->events, whole);
+    } else if (s->cut_frame) {
       const FrameInfo& last = frames.back();
       recovery.note = fmt::format(
           "{} has no footer and is cut inside frame {} (offset {}): recovered {} events from {} "
@@ -861,6 +909,7 @@ TraceResult<void> TraceReader::verify_all() {
         fmt::format("{}: the blob index ({} payloads) disagrees with the {} blob records found",
                     m.name, m.blobs.size(), s->blobs.size())));
   }
+  if (m.footer_damage) return std::unexpected(*m.footer_damage);
   if (!m.footer_mode) {
     return std::unexpected(make_error(TraceErrorKind::kTruncated, m.recovery.note));
   }

@@ -66,6 +66,8 @@ struct TraceWriter::Impl {
   // --- fixed after create()
   std::unique_ptr<ByteSink> sink;
   TraceWriterOptions options;
+  bool checksums = true;  // format 1.1 layout: header hash, footer checksum (header minor >= 1)
+  BlobId header_hash;     // XXH3-128 of the header frame's content before the hash
 
   // --- guarded by mu
   mutable std::mutex mu;
@@ -302,19 +304,28 @@ struct TraceWriter::Impl {
     auto metadata = fbb.CreateVector(h.metadata);
     fbb.Finish(container::CreateHeader(fbb, h.format_major, h.format_minor, producer, version,
                                        metadata));
+    // A header of minor 0 gets the 1.0 layout (no checksums): what older writers produced, and
+    // what tests of backward compatibility write.
+    checksums = h.format_minor >= kFirstChecksummedMinor;
     const std::uint64_t content = kHeaderMagic.size() + fbb.GetSize();
-    if (content > kMaxHeaderBytes) {
+    if (content + (checksums ? kHeaderHashBytes : 0) > kMaxHeaderBytes) {
       return std::unexpected(make_error(
           TraceErrorKind::kTooLarge,
           fmt::format("the header of {} would take {} bytes; the limit is {}", sink->describe(),
                       content, kMaxHeaderBytes)));
     }
     std::vector<std::uint8_t> bytes;
-    bytes.reserve(8 + content);
+    bytes.reserve(8 + content + kHeaderHashBytes);
     append_u32(bytes, kHeaderSkippableMagic);
-    append_u32(bytes, static_cast<std::uint32_t>(content));
+    append_u32(bytes, static_cast<std::uint32_t>(content + (checksums ? kHeaderHashBytes : 0)));
     for (char c : kHeaderMagic) bytes.push_back(static_cast<std::uint8_t>(c));
     bytes.insert(bytes.end(), fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
+    if (checksums) {
+      // Format 1.1: the header frame ends with the XXH3-128 of its content so far.
+      header_hash = header_hash_of(std::span<const std::uint8_t>(bytes).subspan(8));
+      append_u64(bytes, header_hash.low);
+      append_u64(bytes, header_hash.high);
+    }
     Job job;
     job.data = std::move(bytes);
     job.raw = true;
@@ -343,7 +354,8 @@ struct TraceWriter::Impl {
     auto fv = fbb.CreateVectorOfStructs(frames);
     auto bv = fbb.CreateVectorOfStructs(index);
     auto sv = fbb.CreateVector(summary.data(), summary.size());
-    fbb.Finish(container::CreateFooter(fbb, fv, bv, &totals, sv));
+    const container::Hash128 hh(header_hash.low, header_hash.high);
+    fbb.Finish(container::CreateFooter(fbb, fv, bv, &totals, sv, checksums ? &hh : nullptr));
     const std::uint64_t content = fbb.GetSize() + kTrailerBytes;
     if (content > kMaxFooterBytes) {
       return std::unexpected(make_error(
@@ -358,7 +370,10 @@ struct TraceWriter::Impl {
     bytes.insert(bytes.end(), fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
     append_u64(bytes, file_pos);          // footer_offset
     append_u64(bytes, 8 + content);       // footer_size
-    append_u64(bytes, 0);                 // reserved
+    // footer_checksum (format 1.1; 0 = not checked, the 1.0 layout)
+    append_u64(bytes, checksums ? footer_checksum_of(std::span<const std::uint8_t>(
+                                      fbb.GetBufferPointer(), fbb.GetSize()))
+                                : 0);
     for (char c : kTrailerMagic) bytes.push_back(static_cast<std::uint8_t>(c));
     if (auto r = sink->write(bytes); !r) return r;
     file_pos += bytes.size();

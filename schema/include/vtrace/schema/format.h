@@ -18,8 +18,17 @@
 namespace vtrace::schema {
 
 // Format version. Same major = readable; a reader refuses a newer major, naming both versions.
+// 1.1 adds integrity checks for the header and the footer (docs/FORMAT.md, "Versions"): the header
+// frame ends with an XXH3-128 of its content, the footer holds that hash too, and the trailer's
+// third u64 holds an XXH3-64 of the footer table. 1.0 files (no such checks) stay readable, and a
+// 1.0 reader reads 1.1 files (it ignores the added bytes and field).
 inline constexpr std::uint16_t kFormatMajor = 1;
-inline constexpr std::uint16_t kFormatMinor = 0;
+inline constexpr std::uint16_t kFormatMinor = 1;
+// The first minor whose files carry the header hash and the footer checksum.
+inline constexpr std::uint16_t kFirstChecksummedMinor = 1;
+// Bytes after the Header table in the header frame of a file of minor >= 1: u64 LE low and u64 LE
+// high of the XXH3-128 of the header frame's content before them (kHeaderMagic + table).
+inline constexpr std::size_t kHeaderHashBytes = 16;
 
 // zstd skippable frame magics (0x184D2A50..0x184D2A5F are skippable).
 inline constexpr std::uint32_t kHeaderSkippableMagic = 0x184D2A5Au;
@@ -29,7 +38,10 @@ inline constexpr std::array<char, 8> kHeaderMagic = {'V', 'T', 'R', 'A', 'C', 'E
 inline constexpr std::array<char, 8> kTrailerMagic = {'V', 'T', 'R', 'E', 'N', 'D', '\0', '\1'};
 // Trailer: last 32 bytes of the file, inside the footer frame:
 //   u64 footer_offset (file offset of the footer frame), u64 footer_size (whole frame, bytes),
-//   u64 reserved (0), 8-byte kTrailerMagic.
+//   u64 footer_checksum, 8-byte kTrailerMagic.
+// footer_checksum (format 1.1; the reserved 0 of 1.0 files) is the XXH3-64 of the footer table,
+// the footer frame's content before the trailer; a hash of 0 is stored as 1, so that 0 always
+// means "not checked".
 inline constexpr std::size_t kTrailerBytes = 32;
 
 // Every record starts with u32 LE payload length (not counting these 5 bytes) and u8 RecordKind.

@@ -9,6 +9,9 @@
 // Every size read from the file is checked against format.h's limits before anything is
 // allocated; every event passes the FlatBuffers verifier (verify_event_record) before a visitor
 // sees it; zstd content checksums are checked, and a mismatch names the frame and its offset.
+// Format 1.1 files also check the header (open() refuses a header that does not match its hash)
+// and the footer (one that does not match the trailer's checksum is not trusted: open() scans the
+// data frames as for an unfinished recording, and verify_all() reports kChecksumMismatch).
 //
 // Ownership: the reader owns its source. Spans handed to visitors are valid during the call only.
 // Thread rules: one thread at a time.

@@ -37,6 +37,8 @@ namespace vtrace::schema {
 // What the header frame holds besides magic and version.
 struct TraceHeaderInfo {
   std::uint16_t format_major = kFormatMajor;
+  // The writer lays the file out for this minor: from kFirstChecksummedMinor (1) on with the header
+  // hash and the footer checksum; 0 gives the 1.0 layout without them (for compatibility tests).
   std::uint16_t format_minor = kFormatMinor;
   std::string producer = "vtrace";
   std::string producer_version;
