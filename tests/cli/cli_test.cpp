@@ -290,3 +290,31 @@ TEST_CASE("vtrace record to an unusable output exits 2 before running and leaves
   CHECK_FALSE(std::filesystem::exists(dir / "x"));
   CHECK_FALSE(std::filesystem::exists(dir / "x.partial"));
 }
+
+TEST_CASE("dump lists an event of a kind this build does not know and goes on", "[cli]") {
+  vtrace::test::ScratchDir dir("cli-unknown-kind");
+  const auto trace = dir / "unknown.vtrace";
+  const std::uint64_t unknown = vtrace::test::write_tiny_with_unknown_event(trace, false);
+  auto dump = run_vtrace(fmt::format("dump --json {}", trace.string()));
+  REQUIRE(dump.code == 0);
+  std::istringstream lines(dump.output);
+  std::string line;
+  std::uint64_t count = 0;
+  bool saw_unknown = false;
+  while (std::getline(lines, line)) {
+    const auto json = nlohmann::json::parse(line);
+    if (json.at("event").get<std::uint64_t>() == unknown) {
+      saw_unknown = true;
+      CHECK(json.at("kind") == "Unknown");
+      CHECK(json.at("fields").at("required") == false);
+      CHECK(json.at("fields").at("body_type").get<unsigned>() ==
+            static_cast<unsigned>(vtrace::test::kUnknownBody));
+    }
+    ++count;
+  }
+  CHECK(saw_unknown);
+  CHECK(count == unknown + 2);  // the event after the unknown one is printed too
+  auto text = run_vtrace(fmt::format("dump {} --events {}", trace.string(), unknown));
+  CHECK(text.code == 0);
+  CHECK_THAT(text.output, Catch::Contains("Unknown {seq: " + std::to_string(unknown)));
+}

@@ -175,4 +175,67 @@ std::uint64_t first_event_of_kind(const std::filesystem::path& trace, std::strin
   return *found;
 }
 
+const fb::EventBody kUnknownBody =
+    static_cast<fb::EventBody>(static_cast<std::uint8_t>(fb::EventBody::MAX) + 1);
+
+std::vector<std::uint8_t> finish_event(flatbuffers::FlatBufferBuilder& b, std::uint64_t seq,
+                                       fb::EventBody type, flatbuffers::Offset<void> body,
+                                       bool required) {
+  fb::EventBuilder event(b);
+  event.add_seq(seq);
+  event.add_body_type(type);
+  event.add_body(body);
+  event.add_required(required);
+  b.Finish(event.Finish());
+  return {b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize()};
+}
+
+std::uint64_t write_tiny_with_unknown_event(const std::filesystem::path& destination,
+                                            bool required) {
+  const auto golden = std::filesystem::path(VTRACE_SOURCE_DIR) / "traces" / "tiny.vtrace";
+  auto reader = schema::TraceReader::open(golden);
+  REQUIRE(reader.has_value());
+  auto& r = **reader;
+  auto sink = schema::open_file_sink(destination);
+  REQUIRE(sink.has_value());
+  auto writer = schema::TraceWriter::create(std::move(*sink), r.header());
+  REQUIRE(writer.has_value());
+  REQUIRE(r.visit_events(0, r.event_count(),
+                         [&](std::uint64_t, std::span<const std::uint8_t> bytes) {
+                           const fb::Event* event = schema::event_of(bytes);
+                           const fb::BlobRef* ref = nullptr;
+                           if (const auto* u = event->body_as_EncodeUpload()) ref = u->payload();
+                           if (const auto* rb = event->body_as_Readback()) ref = rb->payload();
+                           if (ref != nullptr) {
+                             auto blob = r.blob(schema::from_fb(*ref));
+                             REQUIRE(blob.has_value());
+                             REQUIRE((*writer)->put_blob(*blob, 2).has_value());
+                           }
+                           REQUIRE((*writer)->append_event(bytes).has_value());
+                           return true;
+                         })
+              .has_value());
+  const std::uint64_t unknown = r.event_count();
+  {
+    flatbuffers::FlatBufferBuilder b;
+    // Any table serves as the body of a kind this build does not know.
+    const auto body = fb::CreateCounterSnapshot(b, 0).Union();
+    REQUIRE((*writer)->append_event(finish_event(b, unknown, kUnknownBody, body, required))
+                .has_value());
+  }
+  {
+    flatbuffers::FlatBufferBuilder b;
+    const auto method = b.CreateString("supports_guarded_submission");
+    fb::OptionalCallBuilder call(b);
+    call.add_method(method);
+    call.add_flag(false);
+    const auto body = call.Finish().Union();
+    REQUIRE((*writer)
+                ->append_event(finish_event(b, unknown + 1, fb::EventBody::OptionalCall, body, true))
+                .has_value());
+  }
+  REQUIRE((*writer)->close({}).has_value());
+  return unknown;
+}
+
 }  // namespace vtrace::test

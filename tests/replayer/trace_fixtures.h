@@ -10,6 +10,9 @@
 #include <string_view>
 #include <vector>
 
+#include <flatbuffers/flatbuffers.h>
+
+#include "vtrace/schema/events.h"
 #include "vtrace/workloads/workload.h"
 
 namespace vtrace::test {
@@ -60,5 +63,20 @@ void write_cut_copy(const std::filesystem::path& source, const std::filesystem::
 // The ordinal of the first event of `kind` ("SubmitBegin", "EncodeUpload", ...) in `trace`.
 // REQUIREs that there is one.
 std::uint64_t first_event_of_kind(const std::filesystem::path& trace, std::string_view kind);
+
+// One past the last EventBody value this build knows.
+extern const fb::EventBody kUnknownBody;
+
+// Finishes `b` as one Event record and returns its bytes.
+std::vector<std::uint8_t> finish_event(flatbuffers::FlatBufferBuilder& b, std::uint64_t seq,
+                                       fb::EventBody type, flatbuffers::Offset<void> body,
+                                       bool required);
+
+// Copies traces/tiny.vtrace to `destination` (re-putting its payloads), then appends an event of
+// a kind this build does not know (one past EventBody::MAX, `required` as given) and after it a
+// supports_guarded_submission call, so that consumers have something to handle after the unknown
+// event. Returns the unknown event's ordinal. REQUIREs success.
+std::uint64_t write_tiny_with_unknown_event(const std::filesystem::path& destination,
+                                            bool required);
 
 }  // namespace vtrace::test
