@@ -43,42 +43,23 @@ std::uint32_t element_bytes_for(rt::ElementType type, std::size_t bytes) {
 }  // namespace
 
 // Handle wrappers: each owns the wrapped runtime's handle and remembers its recorder and ordinal.
-struct Recorded {
+// Dropping one records the release of its kind; a command whose inner handle was consumed (by
+// submit or coalesce) was not dropped and records nothing. The destructor is defined below, once
+// State is complete.
+template <typename Handle, Kind kKind>
+class Recorded final : public Handle {
+ public:
+  Recorded(RecordingRuntime::State* s, std::uint64_t o, std::unique_ptr<Handle> in)
+      : owner(s), ordinal(o), inner(std::move(in)) {}
+  ~Recorded() override;
   RecordingRuntime::State* owner;
   std::uint64_t ordinal;
+  std::unique_ptr<Handle> inner;  // for commands: null once submitted or coalesced
 };
-
-class RecordedBuffer final : public rt::Buffer, public Recorded {
- public:
-  RecordedBuffer(RecordingRuntime::State* s, std::uint64_t o, rt::BufferPtr in)
-      : Recorded{s, o}, inner(std::move(in)) {}
-  ~RecordedBuffer() override;
-  rt::BufferPtr inner;
-};
-
-class RecordedStream final : public rt::Stream, public Recorded {
- public:
-  RecordedStream(RecordingRuntime::State* s, std::uint64_t o, rt::StreamPtr in)
-      : Recorded{s, o}, inner(std::move(in)) {}
-  ~RecordedStream() override;
-  rt::StreamPtr inner;
-};
-
-class RecordedCommand final : public rt::Command, public Recorded {
- public:
-  RecordedCommand(RecordingRuntime::State* s, std::uint64_t o, rt::CommandPtr in)
-      : Recorded{s, o}, inner(std::move(in)) {}
-  ~RecordedCommand() override;
-  rt::CommandPtr inner;  // null once submitted or coalesced
-};
-
-class RecordedFence final : public rt::Fence, public Recorded {
- public:
-  RecordedFence(RecordingRuntime::State* s, std::uint64_t o, rt::FencePtr in)
-      : Recorded{s, o}, inner(std::move(in)) {}
-  ~RecordedFence() override;
-  rt::FencePtr inner;
-};
+using RecordedBuffer = Recorded<rt::Buffer, kBuffer>;
+using RecordedStream = Recorded<rt::Stream, kStream>;
+using RecordedCommand = Recorded<rt::Command, kCommand>;
+using RecordedFence = Recorded<rt::Fence, kFence>;
 
 namespace {
 
@@ -427,26 +408,12 @@ struct RecordingRuntime::State {
   }
 };
 
-RecordedBuffer::~RecordedBuffer() {
+template <typename Handle, Kind kKind>
+Recorded<Handle, kKind>::~Recorded() {
+  if (!inner) return;
   const std::lock_guard in_order(owner->order);
   inner.reset();
-  owner->record_release(kBuffer, ordinal);
-}
-RecordedStream::~RecordedStream() {
-  const std::lock_guard in_order(owner->order);
-  inner.reset();
-  owner->record_release(kStream, ordinal);
-}
-RecordedCommand::~RecordedCommand() {
-  if (!inner) return;  // submitted or coalesced: consumed, not dropped
-  const std::lock_guard in_order(owner->order);
-  inner.reset();
-  owner->record_release(kCommand, ordinal);
-}
-RecordedFence::~RecordedFence() {
-  const std::lock_guard in_order(owner->order);
-  inner.reset();
-  owner->record_release(kFence, ordinal);
+  owner->record_release(kKind, ordinal);
 }
 
 namespace {
