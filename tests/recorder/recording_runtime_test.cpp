@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
 
+#include "vtrace/runtime/forwarding_runtime.h"
+
 
 #include <cstdlib>
 #include <filesystem>
@@ -469,46 +471,13 @@ namespace {
 // A runtime that forwards to the reference runtime and, inside submit, reads the trace recorded
 // so far (the bytes `peek` returns: a memory sink's, or a .partial file's) and notes the kind of
 // the last event a crash at that point would leave behind ("none" when there is none).
-class PeekingRuntime final : public vtrace::runtime::DeviceRuntime {
+class PeekingRuntime final : public vtrace::runtime::ForwardingRuntime {
  public:
   using Peek = std::function<std::vector<std::uint8_t>()>;
   PeekingRuntime(std::unique_ptr<vtrace::runtime::DeviceRuntime> inner, Peek peek,
                  std::shared_ptr<std::vector<std::string>> seen)
-      : inner_(std::move(inner)), peek_(std::move(peek)), seen_(std::move(seen)) {}
+      : ForwardingRuntime(std::move(inner)), peek_(std::move(peek)), seen_(std::move(seen)) {}
 
-  const rt::DeviceDescriptor& descriptor() const override { return inner_->descriptor(); }
-  rt::AttentionExecutionPolicy attention_execution_policy() const override {
-    return inner_->attention_execution_policy();
-  }
-  rt::Result<rt::AllocationPermit> admit(const rt::BufferRequest& r) override {
-    return inner_->admit(r);
-  }
-  rt::Result<rt::BufferPtr> allocate(rt::AllocationPermit p) override {
-    return inner_->allocate(std::move(p));
-  }
-  rt::BufferDescriptor buffer_descriptor(const rt::Buffer& b) const override {
-    return inner_->buffer_descriptor(b);
-  }
-  rt::Result<rt::StreamPtr> create_stream() override { return inner_->create_stream(); }
-  rt::StreamState stream_state(const rt::Stream& s) const override {
-    return inner_->stream_state(s);
-  }
-  rt::Result<rt::CommandPtr> encode_copy(const rt::Buffer& s, const rt::Buffer& d,
-                                         const rt::CopyRegion& r) override {
-    return inner_->encode_copy(s, d, r);
-  }
-  rt::Result<rt::CommandPtr> encode_upload(std::span<const std::uint8_t> s,
-                                           const rt::HostTransferLayout& l, const rt::Buffer& d,
-                                           std::uint64_t o) override {
-    return inner_->encode_upload(s, l, d, o);
-  }
-  rt::Result<rt::CommandPtr> encode_zero(const rt::Buffer& d, std::uint64_t o,
-                                         std::uint64_t n) override {
-    return inner_->encode_zero(d, o, n);
-  }
-  rt::Result<rt::CommandPtr> encode_dense_linear(const rt::DenseLinearRequest& r) override {
-    return inner_->encode_dense_linear(r);
-  }
   std::expected<rt::FencePtr, rt::DefinitelyNotSubmitted> submit(rt::Stream& s,
                                                                  rt::CommandBatch b) override {
     // What a crash here would leave behind: the bytes written so far, read as a recovered file.
@@ -525,28 +494,10 @@ class PeekingRuntime final : public vtrace::runtime::DeviceRuntime {
       }
     }
     seen_->push_back(last);
-    return inner_->submit(s, std::move(b));
-  }
-  rt::FenceQuery query_fence(const rt::Fence& f) const override { return inner_->query_fence(f); }
-  std::expected<rt::TerminalReceipt, rt::FenceIndeterminate> wait_fence(
-      const rt::Fence& f) override {
-    return inner_->wait_fence(f);
-  }
-  rt::Result<void> synchronize(rt::Stream& s) override { return inner_->synchronize(s); }
-  rt::Result<std::vector<std::uint8_t>> readback(rt::Stream& s, const rt::Buffer& b,
-                                                 const rt::CopyRegion& r,
-                                                 const rt::HostTransferLayout& l) override {
-    return inner_->readback(s, b, r, l);
-  }
-  rt::VNextResult<rt::DeviceErrorReport> describe_error(const rt::RuntimeError& e) const override {
-    return inner_->describe_error(e);
-  }
-  std::optional<rt::CounterSnapshot> counter_snapshot() const override {
-    return inner_->counter_snapshot();
+    return ForwardingRuntime::submit(s, std::move(b));
   }
 
  private:
-  std::unique_ptr<vtrace::runtime::DeviceRuntime> inner_;
   Peek peek_;
   std::shared_ptr<std::vector<std::string>> seen_;
 };

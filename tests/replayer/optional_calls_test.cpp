@@ -7,6 +7,7 @@
 #include "trace_fixtures.h"
 #include "vtrace/recorder/recording_runtime.h"
 #include "vtrace/replayer/replay_trace.h"
+#include "vtrace/runtime/forwarding_runtime.h"
 #include "vtrace/runtime/registry.h"
 #include "vtrace/schema/events.h"
 #include "vtrace/schema/trace_reader.h"
@@ -177,71 +178,14 @@ TEST_CASE("a replay whose runtime answers an optional method differently reports
           "[replayer]") {
   // A runtime that coalesces into one command where the recording got two: the later submit
   // cannot find the second command and the coalesce itself is reported.
-  class OneCommand final : public rt::DeviceRuntime {
+  class OneCommand final : public rt::ForwardingRuntime {
    public:
-    explicit OneCommand(std::unique_ptr<rt::DeviceRuntime> inner) : inner_(std::move(inner)) {}
-    const rt::DeviceDescriptor& descriptor() const override { return inner_->descriptor(); }
-    rt::AttentionExecutionPolicy attention_execution_policy() const override {
-      return inner_->attention_execution_policy();
-    }
-    rt::Result<rt::AllocationPermit> admit(const rt::BufferRequest& r) override {
-      return inner_->admit(r);
-    }
-    rt::Result<rt::BufferPtr> allocate(rt::AllocationPermit p) override {
-      return inner_->allocate(std::move(p));
-    }
-    rt::BufferDescriptor buffer_descriptor(const rt::Buffer& b) const override {
-      return inner_->buffer_descriptor(b);
-    }
-    rt::Result<rt::StreamPtr> create_stream() override { return inner_->create_stream(); }
-    rt::StreamState stream_state(const rt::Stream& s) const override {
-      return inner_->stream_state(s);
-    }
-    rt::Result<rt::CommandPtr> encode_copy(const rt::Buffer& s, const rt::Buffer& d,
-                                           const rt::CopyRegion& r) override {
-      return inner_->encode_copy(s, d, r);
-    }
-    rt::Result<rt::CommandPtr> encode_upload(std::span<const std::uint8_t> s,
-                                             const rt::HostTransferLayout& l, const rt::Buffer& d,
-                                             std::uint64_t o) override {
-      return inner_->encode_upload(s, l, d, o);
-    }
-    rt::Result<rt::CommandPtr> encode_zero(const rt::Buffer& d, std::uint64_t o,
-                                           std::uint64_t n) override {
-      return inner_->encode_zero(d, o, n);
-    }
-    rt::Result<rt::CommandPtr> encode_dense_linear(const rt::DenseLinearRequest& r) override {
-      return inner_->encode_dense_linear(r);
-    }
-    std::expected<rt::FencePtr, rt::DefinitelyNotSubmitted> submit(rt::Stream& s,
-                                                                   rt::CommandBatch b) override {
-      return inner_->submit(s, std::move(b));
-    }
-    rt::FenceQuery query_fence(const rt::Fence& f) const override { return inner_->query_fence(f); }
-    std::expected<rt::TerminalReceipt, rt::FenceIndeterminate> wait_fence(
-        const rt::Fence& f) override {
-      return inner_->wait_fence(f);
-    }
-    rt::Result<void> synchronize(rt::Stream& s) override { return inner_->synchronize(s); }
-    rt::Result<std::vector<std::uint8_t>> readback(rt::Stream& s, const rt::Buffer& b,
-                                                   const rt::CopyRegion& r,
-                                                   const rt::HostTransferLayout& l) override {
-      return inner_->readback(s, b, r, l);
-    }
-    rt::VNextResult<rt::DeviceErrorReport> describe_error(const rt::RuntimeError& e) const override {
-      return inner_->describe_error(e);
-    }
-    std::optional<rt::CounterSnapshot> counter_snapshot() const override {
-      return inner_->counter_snapshot();
-    }
+    using ForwardingRuntime::ForwardingRuntime;
     rt::Result<std::vector<rt::CommandPtr>> coalesce_program_bindings(
         std::vector<rt::CommandPtr> commands) override {
       commands.resize(1);
       return commands;
     }
-
-   private:
-    std::unique_ptr<rt::DeviceRuntime> inner_;
   };
 
   ScratchDir dir("replayer-optional-mismatch");
