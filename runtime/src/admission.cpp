@@ -14,12 +14,16 @@ struct ResourceTransaction::Ledger {
 };
 
 AllocationPermit::AllocationPermit(BufferRequest request, std::uint64_t generation,
-                                   ReservationToken token)
-    : request_(std::move(request)), generation_(generation), token_(std::move(token)) {}
+                                   ReservationToken token, const void* issuer)
+    : request_(std::move(request)),
+      generation_(generation),
+      issuer_(issuer),
+      token_(std::move(token)) {}
 
 AllocationPermit::AllocationPermit(AllocationPermit&& other) noexcept
     : request_(std::move(other.request_)),
       generation_(other.generation_),
+      issuer_(other.issuer_),
       token_(std::move(other.token_)) {
   other.request_.reset();
 }
@@ -29,6 +33,7 @@ AllocationPermit& AllocationPermit::operator=(AllocationPermit&& other) noexcept
     request_ = std::move(other.request_);
     other.request_.reset();
     generation_ = other.generation_;
+    issuer_ = other.issuer_;
     token_ = std::move(other.token_);
   }
   return *this;
@@ -77,7 +82,11 @@ Result<AllocationPermit> ResourceTransaction::admit(const BufferRequest& request
                          [ledger, needed](const void*) {
                            ledger->reserved_bytes.fetch_sub(needed, std::memory_order_acq_rel);
                          });
-  return AllocationPermit(request, generation, std::move(token));
+  return AllocationPermit(request, generation, std::move(token), ledger_.get());
+}
+
+bool ResourceTransaction::issued(const AllocationPermit& permit) const {
+  return permit.issuer() == ledger_.get();
 }
 
 std::uint64_t ResourceTransaction::capacity_bytes() const { return ledger_->capacity_bytes; }

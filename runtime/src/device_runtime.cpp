@@ -11,12 +11,26 @@ VNextResult<ReusableExecutionPlan> ReusableExecutionPlan::create(
   return ReusableExecutionPlan(maximum_executables, lifetime);
 }
 
-Result<AllocationPermit> DeviceRuntime::admit(const BufferRequest& request) {
+ResourceTransaction& DeviceRuntime::admission() {
   // Created on first use because descriptor() is virtual and not callable from the constructor.
   std::call_once(admission_once_, [this] {
     admission_ = std::make_unique<ResourceTransaction>(descriptor().total_memory_bytes);
   });
-  return admission_->admit(request);
+  return *admission_;
+}
+
+Result<AllocationPermit> DeviceRuntime::admit(const BufferRequest& request) {
+  return admission().admit(request);
+}
+
+Result<std::pair<BufferRequest, ReservationToken>> DeviceRuntime::redeem(
+    AllocationPermit& permit) {
+  if (!permit.consumed() && !admission().issued(permit)) {
+    return std::unexpected(RuntimeError(ErrorKind::kAdmissionForeignPermit,
+                                        "allocation permit was issued by another runtime's "
+                                        "admission"));
+  }
+  return permit.into_parts();
 }
 
 }  // namespace vtrace::runtime

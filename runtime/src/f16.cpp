@@ -12,8 +12,11 @@ float f16_to_f32(std::uint16_t bits) {
   const std::uint32_t exponent = (bits >> 10) & 0x1Fu;
   std::uint32_t mantissa = bits & 0x3FFu;
 
-  if (exponent == 0x1F) {  // infinity or NaN: payload moves to the top of the f32 mantissa
-    return std::bit_cast<float>(sign | 0x7F800000u | (mantissa << 13));
+  if (exponent == 0x1F) {
+    if (mantissa == 0) return std::bit_cast<float>(sign | 0x7F800000u);  // infinity
+    // NaN: the payload moves to the top of the f32 mantissa and the quiet bit is set, as the
+    // Rust half crate and F16C's vcvtph2ps do (a signalling NaN comes back quiet).
+    return std::bit_cast<float>(sign | 0x7FC00000u | (mantissa << 13));
   }
   if (exponent == 0) {
     if (mantissa == 0) return std::bit_cast<float>(sign);  // signed zero

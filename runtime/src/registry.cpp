@@ -1,5 +1,6 @@
 #include "vtrace/runtime/registry.h"
 
+#include "vtrace/runtime/cpu/cpu_runtime.h"
 #include "vtrace/runtime/reference/reference_runtime.h"
 
 namespace vtrace::runtime {
@@ -42,7 +43,9 @@ std::string RuntimeRegistry::summary(std::string_view name) const {
 namespace {
 
 Result<std::unique_ptr<DeviceRuntime>> open_reference(const RuntimeOpenOptions& options) {
-  auto descriptor = reference::reference_descriptor(options.device_id);
+  auto descriptor = reference::reference_descriptor(
+      options.device_id, options.device_memory_bytes != 0 ? options.device_memory_bytes
+                                                          : reference::kReferenceMemoryBytes);
   if (!descriptor) {
     return std::unexpected(RuntimeError(ErrorKind::kDescriptorInvalid, descriptor.error()));
   }
@@ -51,11 +54,36 @@ Result<std::unique_ptr<DeviceRuntime>> open_reference(const RuntimeOpenOptions& 
   return std::unique_ptr<DeviceRuntime>(std::move(*runtime));
 }
 
+RuntimeFactory cpu_factory(cpu::CpuReduction reduction) {
+  return [reduction](const RuntimeOpenOptions& options) -> Result<std::unique_ptr<DeviceRuntime>> {
+    auto descriptor = cpu::cpu_descriptor(options.device_id, reduction,
+                                          options.device_memory_bytes != 0
+                                              ? options.device_memory_bytes
+                                              : cpu::kCpuDefaultMemoryBytes);
+    if (!descriptor) {
+      return std::unexpected(RuntimeError(ErrorKind::kDescriptorInvalid, descriptor.error()));
+    }
+    auto runtime = cpu::CpuRuntime::create(
+        std::move(*descriptor), {.reduction = reduction, .threads = options.threads,
+                                 .isa = options.isa});
+    if (!runtime) return std::unexpected(runtime.error());
+    return std::unique_ptr<DeviceRuntime>(std::move(*runtime));
+  };
+}
+
 RuntimeRegistry build_default_registry() {
   RuntimeRegistry registry;
   registry.add("reference",
                "synchronous in-memory reference runtime (the numerical oracle; dense linear f16)",
                open_reference);
+  registry.add("cpu",
+               "multithreaded SIMD host runtime, bit-exact with the reference (k ascending, one "
+               "f32 accumulator)",
+               cpu_factory(cpu::CpuReduction::kExact));
+  registry.add("cpu-splitk",
+               "host runtime with a BLAS-like split-k reduction (k blocks of 256, pairwise tree): "
+               "drifts from the reference",
+               cpu_factory(cpu::CpuReduction::kSplitK));
   return registry;
 }
 

@@ -69,9 +69,27 @@ WorkloadResult<void> generate_weights(const std::filesystem::path& path, const D
 
 }  // namespace
 
+std::uint64_t decode_device_bytes(const DecodeOptions& o) {
+  std::uint64_t tokens = 0;
+  for (std::uint32_t p = 0; p < o.participants; ++p) tokens += 1 + p % 2;
+  const std::uint64_t hidden = o.hidden;
+  const std::uint64_t ffn = o.ffn;
+  const std::uint64_t weights = o.layers * f16_bytes(2 * hidden * ffn) + f16_bytes(hidden * hidden);
+  const std::uint64_t activations = 3 * f16_bytes(tokens * hidden) + f16_bytes(tokens * ffn);
+  return weights + activations;
+}
+
 WorkloadResult<WorkloadReport> run_decode(const WorkloadSpec& spec, rt::DeviceRuntime& runtime) {
   const DecodeOptions& o = spec.decode;
   if (auto valid = validate(o); !valid) return std::unexpected(valid.error());
+  // Before any weight is generated: a shape the device cannot hold fails now, in one sentence.
+  if (const std::uint64_t need = decode_device_bytes(o), has = runtime.descriptor().total_memory_bytes;
+      need > has) {
+    return std::unexpected(fail(fmt::format(
+        "decode with hidden {} and ffn {} over {} layers needs {} bytes of device memory but the "
+        "runtime has {}; give it more with --device-memory {} or more",
+        o.hidden, o.ffn, o.layers, need, has, need)));
+  }
   detail::Observations observed("decode");
 
   std::optional<detail::TempDir> dir;

@@ -43,6 +43,8 @@ class AllocationPermit {
   // Reservation generation: a per-transaction sequence number, never 0.
   std::uint64_t generation() const { return generation_; }
   bool consumed() const { return !request_.has_value(); }
+  // The admission that issued this permit (an identity, never dereferenced).
+  const void* issuer() const { return issuer_; }
 
   // Consumes the permit: returns the request and the reservation token the runtime must keep
   // alive as long as the storage lives. Fails with kAdmissionInvalidRequest on a consumed permit.
@@ -50,9 +52,11 @@ class AllocationPermit {
 
  private:
   friend class ResourceTransaction;
-  AllocationPermit(BufferRequest request, std::uint64_t generation, ReservationToken token);
+  AllocationPermit(BufferRequest request, std::uint64_t generation, ReservationToken token,
+                   const void* issuer);
   std::optional<BufferRequest> request_;
   std::uint64_t generation_ = 0;
+  const void* issuer_ = nullptr;
   ReservationToken token_;
 };
 
@@ -64,6 +68,10 @@ class ResourceTransaction {
 
   // Admits one request against the remaining capacity. On failure nothing is reserved.
   Result<AllocationPermit> admit(const BufferRequest& request);
+
+  // Whether `permit` came from this transaction (a permit is usable only with the runtime whose
+  // admission issued it).
+  bool issued(const AllocationPermit& permit) const;
 
   std::uint64_t capacity_bytes() const;
   std::uint64_t reserved_bytes() const;  // held by live permits and live storage

@@ -180,7 +180,8 @@ class DeviceRuntime {
   // permit (admission.h). The default keeps one ResourceTransaction per runtime, sized from
   // descriptor().total_memory_bytes; decorators forward to the runtime they wrap.
   virtual Result<AllocationPermit> admit(const BufferRequest& request);
-  // Allocates zero-filled storage for exactly the permit's request. Consumes the permit.
+  // Allocates zero-filled storage for exactly the permit's request. Consumes the permit, which
+  // must come from this runtime's admit() (kAdmissionForeignPermit otherwise).
   virtual Result<BufferPtr> allocate(AllocationPermit permit) = 0;
   // The descriptor of `buffer`, which may belong to another runtime of the same kind.
   virtual BufferDescriptor buffer_descriptor(const Buffer& buffer) const = 0;
@@ -272,7 +273,14 @@ class DeviceRuntime {
  protected:
   DeviceRuntime() = default;
 
+  // For allocate(): consumes `permit` if this runtime's default admission issued it. Fails with
+  // kAdmissionInvalidRequest for a consumed permit and kAdmissionForeignPermit for a permit of
+  // another runtime (whose bytes go back to that runtime when the permit dies). A runtime that
+  // overrides admit() with an admission of its own checks its permits itself.
+  Result<std::pair<BufferRequest, ReservationToken>> redeem(AllocationPermit& permit);
+
  private:
+  ResourceTransaction& admission();
   // Lazily created by the default admit().
   std::once_flag admission_once_;
   std::unique_ptr<ResourceTransaction> admission_;

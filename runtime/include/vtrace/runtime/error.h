@@ -99,7 +99,10 @@ using VNextResult = std::expected<T, VNextError>;
   X(kUnsupportedOperation, "unsupported_operation")                                     \
   X(kRuntimeUnavailable, "runtime_unavailable")                                         \
   X(kUnknownRuntime, "unknown_runtime")                                                 \
-  X(kInternal, "internal")
+  X(kInternal, "internal")                                                              \
+  X(kAdmissionForeignPermit, "admission_foreign_permit")                                \
+  X(kDenseLinearAttributesDisagree, "dense_linear_attributes_disagree")                 \
+  X(kDenseLinearTokenCount, "dense_linear_token_count")
 
 enum class ErrorKind : std::uint16_t {
 #define VTRACE_X(name, text) name,

@@ -1,6 +1,8 @@
 // IEEE binary16 conversions, written to be read (spec 11.2).
 //
-// f16_to_f32 is exact for all 65,536 patterns (subnormals, infinities, NaN payloads kept).
+// f16_to_f32 is exact for every number and infinity (subnormals included); a NaN keeps its sign
+// and payload and comes back quiet (f32 quiet bit set), as in the Rust half crate and F16C, so a
+// signalling f16 NaN becomes a quiet f32 NaN.
 // f32_to_f16 rounds to nearest, ties to even; overflow goes to infinity (|x| >= 65520), underflow
 // to subnormals or signed zero; NaN becomes a quiet NaN keeping the top payload bits:
 // sign | 0x7C00 | 0x0200 | (mantissa >> 13).

@@ -11,6 +11,7 @@
 //   factory returns (kRuntimeUnavailable for a backend whose device is missing).
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -25,6 +26,14 @@ namespace vtrace::runtime {
 // Options every factory understands. device_id is the DeviceId given to the runtime.
 struct RuntimeOpenOptions {
   std::string device_id = "device.vtrace.0";
+  // Device capacity (descriptor total_memory_bytes, what admission hands out) for the host
+  // runtimes; 0 keeps the runtime's default (reference 64 MiB, cpu and cpu-splitk 4 GiB).
+  std::uint64_t device_memory_bytes = 0;
+  // Worker threads of the cpu runtimes; 0 = std::thread::hardware_concurrency().
+  unsigned threads = 0;
+  // Instruction path of the cpu runtimes ("portable", "avx2-f16c", "avx512"); empty = the best
+  // this CPU supports. A path the CPU lacks fails with kRuntimeUnavailable.
+  std::string isa{};
 };
 
 using RuntimeFactory =
@@ -50,7 +59,7 @@ class RuntimeRegistry {
   std::map<std::string, Entry, std::less<>> entries_;
 };
 
-// The registry of the runtimes built into this library ("reference").
+// The registry of the runtimes built into this library: "reference", "cpu", "cpu-splitk".
 const RuntimeRegistry& default_registry();
 
 }  // namespace vtrace::runtime

@@ -32,4 +32,8 @@ struct DecodeOptions {
   std::filesystem::path weights;   // empty: generate seeded weights
 };
 
+// Device memory the decode workload admits for `options` (weights plus activations): checked
+// against the runtime's capacity before any weight is generated.
+std::uint64_t decode_device_bytes(const DecodeOptions& options);
+
 }  // namespace vtrace::workloads

@@ -1,0 +1,50 @@
+// The per-ISA building blocks of the dense-linear engine (private to vtrace_runtime).
+//
+// The engine (dense_linear_engine.cpp) owns the blocking, the scratch and the threads; a
+// KernelSet supplies the few loops that touch the data, one set per instruction path:
+//  - convert_input: f16 bytes -> f32 (the activations, once per launch);
+//  - pack_weight: a block of nb weight rows (output features) x kc k-values -> panels of `nr`
+//    outputs laid out [panel][k][nr] f32 (lanes past nb are zero), so the micro-kernel loads
+//    contiguous vectors across outputs. `next` (or null) is the same rows' next k-tile, at least
+//    kc long: the SIMD sets prefetch it while they pack, since the walk over a block's rows (each
+//    visited kc values at a time) defeats the hardware prefetchers;
+//  - micro[mr-1][np-1]: mr rows x (np panels of nr outputs) over kc k-values, k ascending, one
+//    f32 accumulator per output (FMA; the product of two f16 values is exact in f32). It starts
+//    from +0 (accumulate=false) or from the f32 values in `c` (accumulate=true), and stores the
+//    accumulators back to `c` exactly, so k-tiles chain without changing the order of additions;
+//  - add: left[i] = left[i] + right[i] (the split-k tree);
+//  - store_output: f32 accumulators -> f16 bytes, round to nearest even, NaN -> 0x7E00.
+// Every set gives the same bits as the portable one. Thread rules: pure functions on the buffers
+// they are given. Pointers to f16 bytes have no alignment guarantee; f32 buffers are the
+// engine's scratch.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace vtrace::runtime::cpu::kernels {
+
+inline constexpr std::size_t kMaxMr = 6;  // rows per micro-kernel call
+inline constexpr std::size_t kMaxNp = 4;  // panels per micro-kernel call
+
+using MicroFn = void (*)(const float* a, std::size_t lda, const float* b, std::size_t panel_stride,
+                         std::size_t kc, float* c, std::size_t ldc, bool accumulate);
+
+struct KernelSet {
+  std::size_t nr = 0;                  // outputs per packed panel
+  std::size_t np_for_mr[kMaxMr] = {};  // panels per micro-kernel call, by rows (index mr-1)
+  void (*convert_input)(const std::uint8_t* src, float* dst, std::size_t n) = nullptr;
+  void (*pack_weight)(const std::uint8_t* weight, std::size_t ldw, std::size_t nb, std::size_t kc,
+                      float* dst, std::size_t panel_stride, std::size_t nr,
+                      const std::uint8_t* next) = nullptr;
+  MicroFn micro[kMaxMr][kMaxNp] = {};
+  void (*add)(float* left, const float* right, std::size_t n) = nullptr;
+  void (*store_output)(const float* acc, std::uint8_t* out, std::size_t n) = nullptr;
+};
+
+// Each defined in its own file; only call the one whose ISA is supported (isa_supported).
+const KernelSet& portable_kernel_set();  // kernels_portable.cpp
+const KernelSet& avx2_kernel_set();      // kernels_avx2.cpp
+const KernelSet& avx512_kernel_set();    // kernels_avx512.cpp (reuses the AVX2 pack/convert)
+
+}  // namespace vtrace::runtime::cpu::kernels

@@ -1,0 +1,67 @@
+#include "cpu/kernels/thread_pool.h"
+
+namespace vtrace::runtime::cpu::kernels {
+
+ThreadPool::ThreadPool(unsigned threads) : size_(threads == 0 ? 1 : threads) {
+  workers_.reserve(size_ - 1);
+  for (unsigned w = 1; w < size_; ++w) workers_.emplace_back([this, w] { worker_loop(w); });
+}
+
+ThreadPool::~ThreadPool() {
+  {
+    std::lock_guard lock(mutex_);
+    stop_ = true;
+  }
+  start_.notify_all();
+  for (auto& t : workers_) t.join();
+}
+
+void ThreadPool::drain(unsigned worker) {
+  for (;;) {
+    const std::size_t task = next_.fetch_add(1, std::memory_order_relaxed);
+    if (task >= tasks_) return;
+    call_(ctx_, task, worker);
+  }
+}
+
+void ThreadPool::run_erased(std::size_t tasks, void* ctx, Call call) {
+  if (tasks == 0) return;
+  if (workers_.empty() || tasks == 1) {
+    for (std::size_t t = 0; t < tasks; ++t) call(ctx, t, 0);
+    return;
+  }
+  {
+    std::lock_guard lock(mutex_);
+    ctx_ = ctx;
+    call_ = call;
+    tasks_ = tasks;
+    next_.store(0, std::memory_order_relaxed);
+    busy_ = static_cast<unsigned>(workers_.size());
+    ++generation_;
+  }
+  start_.notify_all();
+  drain(0);
+  std::unique_lock lock(mutex_);
+  done_.wait(lock, [this] { return busy_ == 0; });
+}
+
+void ThreadPool::worker_loop(unsigned worker) {
+  std::uint64_t seen = 0;
+  for (;;) {
+    {
+      std::unique_lock lock(mutex_);
+      start_.wait(lock, [&] { return stop_ || generation_ != seen; });
+      if (stop_) return;
+      seen = generation_;
+    }
+    drain(worker);
+    bool last = false;
+    {
+      std::lock_guard lock(mutex_);
+      last = --busy_ == 0;
+    }
+    if (last) done_.notify_one();
+  }
+}
+
+}  // namespace vtrace::runtime::cpu::kernels
