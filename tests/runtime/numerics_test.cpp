@@ -1,15 +1,15 @@
 // Numerics: binary16 conversions (exhaustively, against independent converters) and the
-// reference dense-linear kernel (spec 11): shared vectors, the mixed-batch test, pinned NaN.
+// reference dense-linear kernel itself (spec 11: the 2x2 example, pinned NaN), white-box.
+// Dense linear through a runtime (shared vectors, batching forms, aliasing, NaN pinning, the
+// differential tests) is the conformance suite's, for every runtime (tests/runtime/conformance/).
 #include <catch2/catch.hpp>
 
 #include <atomic>
 #include <bit>
 #include <chrono>
 #include <cmath>
-#include <fstream>
 #include <thread>
 
-#include <nlohmann/json.hpp>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -34,8 +34,8 @@ float decode_with_ldexp(std::uint16_t h) {
   const int mantissa = h & 0x3FF;
   double magnitude = 0;
   if (exponent == 0x1F) {
-    if (mantissa != 0) {
-      return std::bit_cast<float>((negative ? 0x80000000u : 0u) | 0x7F800000u |
+    if (mantissa != 0) {  // NaN: payload on top of the f32 mantissa, quiet bit set
+      return std::bit_cast<float>((negative ? 0x80000000u : 0u) | 0x7FC00000u |
                                   (static_cast<std::uint32_t>(mantissa) << 13));
     }
     magnitude = HUGE_VAL;
@@ -82,10 +82,16 @@ __attribute__((target("avx,f16c"))) void encode_with_f16c(const std::uint32_t* i
   _mm_storeu_si128(reinterpret_cast<__m128i*>(out),
                    _mm256_cvtps_ph(values, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
 }
+__attribute__((target("avx,f16c"))) void decode_with_f16c(const std::uint16_t* in,
+                                                            std::uint32_t* out) {
+  const __m128i halves = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), _mm256_castps_si256(_mm256_cvtph_ps(halves)));
+}
 #pragma GCC diagnostic pop
 bool has_f16c() { return __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx"); }
 #else
 bool has_f16c() { return false; }
+void decode_with_f16c(const std::uint16_t*, std::uint32_t*) {}
 #endif
 
 struct SweepResult {
@@ -134,35 +140,7 @@ std::uint16_t load_u16(const std::vector<std::uint8_t>& bytes, std::size_t eleme
   return static_cast<std::uint16_t>(bytes[2 * element] | (bytes[2 * element + 1] << 8));
 }
 
-std::vector<std::uint8_t> from_hex(const std::string& hex) {
-  std::vector<std::uint8_t> bytes;
-  for (std::size_t i = 0; i + 1 < hex.size(); i += 2) {
-    bytes.push_back(static_cast<std::uint8_t>(std::stoul(hex.substr(i, 2), nullptr, 16)));
-  }
-  return bytes;
-}
-
 bool is_f16_nan(std::uint16_t bits) { return (bits & 0x7C00) == 0x7C00 && (bits & 0x3FF) != 0; }
-
-// Runs one dense-linear request on fresh buffers and returns the output bytes.
-std::vector<std::uint8_t> run_dense(DeviceRuntime& runtime, Stream& stream,
-                                    const std::vector<std::uint8_t>& input,
-                                    const std::vector<std::uint8_t>& weight, std::uint64_t rows,
-                                    std::uint64_t in, std::uint64_t out) {
-  auto input_buffer = allocate(runtime, input.size(), ElementType::kF16);
-  auto weight_buffer = allocate(runtime, weight.size(), ElementType::kF16);
-  auto output_buffer = allocate(runtime, rows * out * 2, ElementType::kF16);
-  fill(runtime, stream, *input_buffer, input);
-  fill(runtime, stream, *weight_buffer, weight);
-  const DenseLinearLaunch launch{{input_buffer.get(), 0, input.size()},
-                                 {weight_buffer.get(), 0, weight.size()},
-                                 {output_buffer.get(), 0, rows * out * 2},
-                                 rows, in, out};
-  auto command = runtime.encode_dense_linear({{&launch, 1}, 1, rows});
-  REQUIRE(command.has_value());
-  submit_ok(runtime, stream, CommandBatch::singleton(std::move(*command)));
-  return contents(runtime, stream, *output_buffer);
-}
 
 }  // namespace
 
@@ -180,6 +158,49 @@ TEST_CASE("f16 to f32 agrees with an ldexp-based decoder on all 65536 patterns",
   CHECK(f16_to_f32(0x0001) == std::ldexp(1.0f, -24));
   CHECK(f16_to_f32(0x7BFF) == 65504.0f);
   CHECK(std::signbit(f16_to_f32(0x8000)));
+}
+
+TEST_CASE("f16 to f32 quiets signalling NaNs and keeps sign and payload", "[runtime][f16]") {
+  // Signalling (quiet bit 0x0200 clear): payload kept under the f32 quiet bit 0x00400000.
+  CHECK(std::bit_cast<std::uint32_t>(f16_to_f32(0x7C01)) == 0x7FC02000u);
+  CHECK(std::bit_cast<std::uint32_t>(f16_to_f32(0xFC01)) == 0xFFC02000u);
+  CHECK(std::bit_cast<std::uint32_t>(f16_to_f32(0x7DFF)) == 0x7FFFE000u);
+  // Quiet NaNs are unchanged apart from the widening.
+  CHECK(std::bit_cast<std::uint32_t>(f16_to_f32(0x7E00)) == 0x7FC00000u);
+  CHECK(std::bit_cast<std::uint32_t>(f16_to_f32(0xFE3F)) == 0xFFC7E000u);
+  CHECK(std::bit_cast<std::uint32_t>(f16_to_f32(0x7FFF)) == 0x7FFFE000u);
+  // Infinities are not NaNs.
+  CHECK(std::bit_cast<std::uint32_t>(f16_to_f32(0x7C00)) == 0x7F800000u);
+  CHECK(std::bit_cast<std::uint32_t>(f16_to_f32(0xFC00)) == 0xFF800000u);
+  std::uint32_t not_quiet = 0;
+  for (std::uint32_t h = 0; h <= 0xFFFF; ++h) {
+    const auto bits = static_cast<std::uint16_t>(h);
+    if (!is_f16_nan(bits)) continue;
+    const std::uint32_t wide = std::bit_cast<std::uint32_t>(f16_to_f32(bits));
+    if ((wide & 0x00400000u) == 0 || (wide >> 31) != (h >> 15u) ||
+        ((wide >> 13) & 0x1FFu) != (h & 0x1FFu)) {
+      ++not_quiet;
+    }
+  }
+  CHECK(not_quiet == 0);
+}
+
+TEST_CASE("f16 to f32 agrees with the F16C instruction on all 65536 patterns where the CPU has it",
+          "[runtime][f16]") {
+  if (!has_f16c()) VTRACE_SKIP("this CPU has no F16C (the ldexp cross-check is a test of its own)");
+  std::uint32_t mismatches = 0;
+  for (std::uint32_t h = 0; h <= 0xFFFF; h += 8) {
+    std::uint16_t in[8];
+    std::uint32_t out[8];
+    for (std::uint32_t lane = 0; lane < 8; ++lane) in[lane] = static_cast<std::uint16_t>(h + lane);
+    decode_with_f16c(in, out);
+    for (std::size_t lane = 0; lane < 8; ++lane) {
+      if (std::bit_cast<std::uint32_t>(f16_to_f32(in[lane])) != out[lane]) {
+        if (mismatches++ == 0) UNSCOPED_INFO("first mismatch: pattern " << in[lane]);
+      }
+    }
+  }
+  CHECK(mismatches == 0);
 }
 
 TEST_CASE("every f16 pattern survives f16 to f32 to f16, signalling NaNs coming back quiet",
@@ -291,138 +312,3 @@ TEST_CASE("NaN outputs are pinned to 0x7E00 whatever produced them and infinitie
   CHECK(reference::kDenseLinearNanOutput == 0x7E00);
 }
 
-TEST_CASE("an output region aliasing the input still computes from the original input",
-          "[runtime][dense_linear]") {
-  auto runtime = make_reference();
-  auto stream = std::move(*runtime->create_stream());
-  auto activations = allocate(*runtime, 4, ElementType::kF16);
-  auto weight = allocate(*runtime, 8, ElementType::kF16);
-  fill(*runtime, *stream, *activations, f16_bytes({1.5f, -2.0f}));
-  fill(*runtime, *stream, *weight, f16_bytes({2.0f, 1.0f, -1.0f, 3.0f}));
-  const DenseLinearLaunch launch{{activations.get(), 0, 4}, {weight.get(), 0, 8},
-                                 {activations.get(), 0, 4}, 1, 2, 2};
-  submit_ok(*runtime, *stream,
-            CommandBatch::singleton(std::move(*runtime->encode_dense_linear({{&launch, 1}, 1, 1}))));
-  CHECK(f16_values(contents(*runtime, *stream, *activations)) == std::vector<float>{1.0f, -7.5f});
-}
-
-TEST_CASE("all shared dense-linear vectors match bit for bit through the reference runtime",
-          "[runtime][dense_linear][vectors]") {
-  auto file = vtrace::testing::open_fixture(VTRACE_TEST_DATA_DIR "/vectors/dense_linear_f16.jsonl");
-  auto runtime = make_reference();
-  auto stream = std::move(*runtime->create_stream());
-  std::size_t cases = 0;
-  std::size_t nan_outputs = 0;
-  std::string line;
-  while (std::getline(file, line)) {
-    if (line.empty()) continue;
-    const auto json = nlohmann::json::parse(line);
-    const auto rows = json.at("rows").get<std::uint64_t>();
-    const auto in = json.at("in_features").get<std::uint64_t>();
-    const auto out = json.at("out_features").get<std::uint64_t>();
-    const auto expected = from_hex(json.at("output").get<std::string>());
-    const auto actual = run_dense(*runtime, *stream, from_hex(json.at("input").get<std::string>()),
-                                  from_hex(json.at("weight").get<std::string>()), rows, in, out);
-    INFO("case " << cases << " kind " << json.at("kind").get<std::string>() << " rows " << rows
-                 << " in " << in << " out " << out);
-    REQUIRE(actual.size() == expected.size());
-    std::size_t mismatches = 0;
-    for (std::size_t e = 0; e < expected.size() / 2; ++e) {
-      const std::uint16_t want = load_u16(expected, e);
-      const std::uint16_t got = load_u16(actual, e);
-      if (is_f16_nan(want)) {
-        ++nan_outputs;
-        // NaN-ness must agree; the bits are pinned by this runtime.
-        if (got != reference::kDenseLinearNanOutput) ++mismatches;
-      } else if (want != got) {
-        ++mismatches;
-      }
-    }
-    CHECK(mismatches == 0);
-    ++cases;
-  }
-  CHECK(cases == 380);
-  CHECK(nan_outputs > 0);
-  CHECK(runtime->snapshot().dense_linear_launches == 380);
-  CHECK(runtime->snapshot().live_allocations == 0);
-}
-
-TEST_CASE("packed and participant-loop batches bit-equal single-participant runs and the analytic values",
-          "[runtime][dense_linear][mixed]") {
-  auto runtime = make_reference();
-  auto stream = std::move(*runtime->create_stream());
-  // Rows (x, y) with x = k/8 for k in -32..32 and y a permutation of the same grid.
-  std::vector<float> inputs;
-  for (int k = -32; k <= 32; ++k) {
-    inputs.push_back(static_cast<float>(k) / 8.0f);
-    inputs.push_back(static_cast<float>(((k + 32) * 7) % 65 - 32) / 8.0f);
-  }
-  const std::size_t rows = inputs.size() / 2;
-  const auto weight_bytes = f16_bytes({2.0f, 1.0f, -1.0f, 3.0f});
-
-  // Analytic: f16(2x + y), f16(-x + 3y), products and sums in f32 in the kernel's order.
-  std::vector<std::uint8_t> analytic;
-  for (std::size_t r = 0; r < rows; ++r) {
-    const float x = f16_to_f32(f32_to_f16(inputs[2 * r]));
-    const float y = f16_to_f32(f32_to_f16(inputs[2 * r + 1]));
-    const float o0 = (0.0f + x * 2.0f) + y * 1.0f;
-    const float o1 = (0.0f + x * -1.0f) + y * 3.0f;
-    const auto bytes = f16_bytes({o0, o1});
-    analytic.insert(analytic.end(), bytes.begin(), bytes.end());
-  }
-
-  // Single-participant runs, one row each.
-  std::vector<std::uint8_t> single;
-  for (std::size_t r = 0; r < rows; ++r) {
-    const auto out = run_dense(*runtime, *stream, f16_bytes({inputs[2 * r], inputs[2 * r + 1]}),
-                               weight_bytes, 1, 2, 2);
-    single.insert(single.end(), out.begin(), out.end());
-  }
-  CHECK(single == analytic);
-
-  auto input_buffer = allocate(*runtime, rows * 4, ElementType::kF16);
-  auto weight_buffer = allocate(*runtime, 8, ElementType::kF16);
-  fill(*runtime, *stream, *input_buffer, f16_bytes(inputs));
-  fill(*runtime, *stream, *weight_buffer, weight_bytes);
-  for (std::uint32_t participants : {2u, 3u, 4u}) {
-    // Split the rows into `participants` consecutive, unequal slices.
-    std::vector<std::uint64_t> starts;
-    for (std::uint32_t p = 0; p < participants; ++p) starts.push_back(rows * p / participants + p);
-    starts.push_back(rows);
-    for (bool packed : {true, false}) {
-      INFO(participants << " participants, " << (packed ? "packed" : "participant loop"));
-      auto output_buffer = allocate(*runtime, rows * 4, ElementType::kF16);
-      std::vector<DenseLinearLaunch> launches;
-      if (packed) {
-        launches.push_back({{input_buffer.get(), 0, rows * 4}, {weight_buffer.get(), 0, 8},
-                            {output_buffer.get(), 0, rows * 4}, rows, 2, 2});
-      } else {
-        for (std::uint32_t p = 0; p < participants; ++p) {
-          const std::uint64_t begin = starts[p];
-          const std::uint64_t count = starts[p + 1] - begin;
-          launches.push_back({{input_buffer.get(), begin * 4, count * 4},
-                              {weight_buffer.get(), 0, 8},
-                              {output_buffer.get(), begin * 4, count * 4}, count, 2, 2});
-        }
-      }
-      const auto before = runtime->snapshot();
-      auto command = runtime->encode_dense_linear({launches, participants, rows});
-      REQUIRE(command.has_value());
-      CommandBatch batch;
-      batch.require_logical_execution_path_attribution();
-      batch.push_operation(0, EncodedOperation{{}, {}, std::move(*command), {}});
-      auto fence = runtime->submit(*stream, std::move(batch));
-      REQUIRE(fence.has_value());
-      const auto after = runtime->snapshot();
-      CHECK(after.submissions == before.submissions + 1);
-      CHECK(after.dense_linear_launches == before.dense_linear_launches + launches.size());
-      const auto attribution = runtime->submission_attribution(**fence);
-      REQUIRE(attribution.has_value());
-      CHECK(attribution->commands()[0].batching_form() ==
-            (packed ? BatchingForm::kPacked : BatchingForm::kParticipantLoop));
-      CHECK(attribution->commands()[0].participant_count() == participants);
-      CHECK(attribution->commands()[0].compute_dispatch_count() == launches.size());
-      CHECK(contents(*runtime, *stream, *output_buffer) == single);
-    }
-  }
-}

@@ -1,0 +1,432 @@
+// White-box tests of the cpu dense-linear kernels (runtime/src/cpu/dense_linear_cpu.h):
+// dense_linear_exact against the reference kernel bit for bit, dense_linear_splitk against a
+// scalar model of its documented order written here, on every ISA path (a path this CPU lacks
+// is reported Skipped: one TEST_CASE per path, since a skip marks the whole process) and with 1
+// and 2 threads. Buffers are passed at odd byte offsets (no alignment may be assumed).
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "cpu/dense_linear_cpu.h"
+#include "reference/dense_linear_kernel.h"
+#include "support/test_support.h"
+#include "vtrace/runtime/f16.h"
+
+namespace {
+
+namespace vr = vtrace::runtime;
+using vr::cpu::DenseLinearEngine;
+using vr::cpu::DenseLinearShape;
+using vr::cpu::Isa;
+using Bytes = std::vector<std::uint8_t>;
+
+constexpr std::uint16_t kNanOut = 0x7E00;
+constexpr std::uint16_t kOne = 0x3C00;
+constexpr std::uint16_t kMaxF16 = 0x7BFF;  // 65504
+constexpr std::uint16_t kInf = 0x7C00;
+
+std::uint16_t get(const Bytes& b, std::size_t i) {
+  return static_cast<std::uint16_t>(b[2 * i] | (b[2 * i + 1] << 8));
+}
+void put(Bytes& b, std::size_t i, std::uint16_t v) {
+  b[2 * i] = static_cast<std::uint8_t>(v & 0xFF);
+  b[2 * i + 1] = static_cast<std::uint8_t>(v >> 8);
+}
+float value(const Bytes& b, std::size_t i) { return vr::f16_to_f32(get(b, i)); }
+
+Bytes gaussian(std::size_t n, std::mt19937_64& rng, float scale = 1.0f) {
+  std::normal_distribution<float> dist(0.0f, scale);
+  Bytes out(2 * n);
+  for (std::size_t i = 0; i < n; ++i) put(out, i, vr::f32_to_f16(dist(rng)));
+  return out;
+}
+
+// Replaces a fraction of the elements by infinities, NaNs (various payloads), subnormals,
+// signed zeros and +-65504.
+void sprinkle_specials(Bytes& b, std::mt19937_64& rng, double fraction) {
+  const std::uint16_t specials[] = {kInf,   0xFC00, 0x7E00, 0xFE00, 0x7C01, 0x7FFF, 0x0001,
+                                    0x8001, 0x03FF, 0x83FF, 0x0000, 0x8000, kMaxF16, 0xFBFF};
+  std::bernoulli_distribution pick(fraction);
+  std::uniform_int_distribution<std::size_t> which(0, std::size(specials) - 1);
+  for (std::size_t i = 0; i < b.size() / 2; ++i) {
+    if (pick(rng)) put(b, i, specials[which(rng)]);
+  }
+}
+
+Bytes reference(const Bytes& in, const Bytes& w, const DenseLinearShape& s) {
+  return vr::reference::dense_linear_f16(in, w, s.rows, s.in_features, s.out_features);
+}
+
+// The documented split-k order, written out literally: per output, block partials from +0 with
+// k ascending (multiply then add; this file is built with -ffp-contract=off), then the pairwise
+// tree level by level with an odd last partial carried up.
+Bytes splitk_model(const Bytes& in, const Bytes& w, const DenseLinearShape& s) {
+  const std::size_t block = vr::cpu::kSplitKBlock;
+  Bytes out(2 * s.rows * s.out_features);
+  for (std::size_t r = 0; r < s.rows; ++r) {
+    for (std::size_t o = 0; o < s.out_features; ++o) {
+      std::vector<float> level;
+      for (std::size_t k0 = 0; k0 < s.in_features; k0 += block) {
+        float partial = +0.0f;
+        for (std::size_t k = k0; k < std::min(k0 + block, s.in_features); ++k) {
+          partial = partial + value(in, r * s.in_features + k) * value(w, o * s.in_features + k);
+        }
+        level.push_back(partial);
+      }
+      while (level.size() > 1) {
+        std::vector<float> next;
+        for (std::size_t i = 0; i + 1 < level.size(); i += 2) next.push_back(level[i] + level[i + 1]);
+        if (level.size() % 2 == 1) next.push_back(level.back());
+        level = next;
+      }
+      const float sum = level.empty() ? +0.0f : level[0];
+      put(out, r * s.out_features + o, std::isnan(sum) ? kNanOut : vr::f32_to_f16(sum));
+    }
+  }
+  return out;
+}
+
+enum class Kernel { kExact, kSplitK };
+
+// Runs the engine with every buffer at an odd byte offset.
+Bytes run(DenseLinearEngine& engine, Kernel kernel, const Bytes& in, const Bytes& w,
+          const DenseLinearShape& s) {
+  Bytes in_buf(in.size() + 1), w_buf(w.size() + 3), out_buf(2 * s.rows * s.out_features + 5, 0xA5);
+  std::memcpy(in_buf.data() + 1, in.data(), in.size());
+  std::memcpy(w_buf.data() + 3, w.data(), w.size());
+  if (kernel == Kernel::kExact) {
+    engine.dense_linear_exact(in_buf.data() + 1, w_buf.data() + 3, out_buf.data() + 1, s);
+  } else {
+    engine.dense_linear_splitk(in_buf.data() + 1, w_buf.data() + 3, out_buf.data() + 1, s);
+  }
+  // Nothing outside the output is written, and the operands are untouched.
+  CHECK(out_buf.front() == 0xA5);
+  CHECK(out_buf[out_buf.size() - 4] == 0xA5);
+  CHECK(std::memcmp(in_buf.data() + 1, in.data(), in.size()) == 0);
+  CHECK(std::memcmp(w_buf.data() + 3, w.data(), w.size()) == 0);
+  return Bytes(out_buf.begin() + 1, out_buf.end() - 4);
+}
+
+std::string shape_text(const DenseLinearShape& s) {
+  return std::to_string(s.rows) + "x" + std::to_string(s.in_features) + "x" +
+         std::to_string(s.out_features);
+}
+
+// Bit-for-bit comparison with the first mismatch named.
+void require_same_bits(const Bytes& got, const Bytes& want, const DenseLinearShape& s) {
+  REQUIRE(got.size() == want.size());
+  std::size_t diffs = 0;
+  std::size_t first = 0;
+  for (std::size_t i = 0; i < got.size() / 2; ++i) {
+    if (get(got, i) != get(want, i) && diffs++ == 0) first = i;
+  }
+  INFO("shape " << shape_text(s) << ": " << diffs << " outputs differ; first at row "
+                << first / s.out_features << " output " << first % s.out_features << ": got 0x"
+                << std::hex << get(got, first) << " want 0x" << get(want, first));
+  REQUIRE(diffs == 0);
+}
+
+std::size_t count_diffs(const Bytes& a, const Bytes& b) {
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < a.size() / 2; ++i) if (get(a, i) != get(b, i)) ++n;
+  return n;
+}
+
+// --- the checks, one function per property, run per ISA path below ---
+
+// All 65,536 f16 patterns, as inputs (K = 1, weights 1, -1, 0.5, 2, 0, 65504) and as weights
+// (K = 3, each pattern meeting ordinary, tiny, huge and infinite inputs).
+void check_all_patterns(Isa isa) {
+  for (const unsigned threads : {1u, 2u}) {
+    INFO("threads " << threads);
+    DenseLinearEngine engine(threads, isa);
+    {
+      const DenseLinearShape s{65536, 1, 6};
+      Bytes in(2 * 65536);
+      for (std::size_t i = 0; i < 65536; ++i) put(in, i, static_cast<std::uint16_t>(i));
+      Bytes w(2 * 6);
+      const std::uint16_t ws[] = {kOne, 0xBC00, 0x3800, 0x4000, 0x0000, kMaxF16};
+      for (std::size_t i = 0; i < 6; ++i) put(w, i, ws[i]);
+      require_same_bits(run(engine, Kernel::kExact, in, w, s), reference(in, w, s), s);
+      require_same_bits(run(engine, Kernel::kSplitK, in, w, s), reference(in, w, s), s);
+    }
+    {
+      const DenseLinearShape s{5, 3, 65536};
+      Bytes w(2 * 65536 * 3);
+      for (std::size_t o = 0; o < 65536; ++o) {
+        put(w, 3 * o, static_cast<std::uint16_t>(o));
+        put(w, 3 * o + 1, static_cast<std::uint16_t>((o * 40503 + 1) & 0xFFFF));
+        put(w, 3 * o + 2, static_cast<std::uint16_t>(o ^ 0x8000));
+      }
+      const std::uint16_t rows[5][3] = {{kOne, 0, 0},
+                                        {kOne, kOne, kOne},
+                                        {0x3800, 0xC200, 0x1419},    // 0.5, -3, ~0.001
+                                        {kMaxF16, 0x0001, 0x8000},   // 65504, 2^-24, -0
+                                        {0x0200, kInf, 0x3C01}};     // subnormal, inf
+      Bytes in(2 * 15);
+      for (std::size_t r = 0; r < 5; ++r) {
+        for (std::size_t i = 0; i < 3; ++i) put(in, 3 * r + i, rows[r][i]);
+      }
+      require_same_bits(run(engine, Kernel::kExact, in, w, s), reference(in, w, s), s);
+    }
+  }
+}
+
+// Seeded random shapes: tails of every size around the vector widths and row tiles, K up to
+// 16384, engines reused across shapes (scratch grows and shrinks).
+void check_random_shapes(Isa isa) {
+  std::vector<DenseLinearShape> shapes = {
+      {1, 1, 1},      {1, 3, 7},      {2, 9, 15},    {3, 15, 17},    {5, 17, 31},
+      {7, 31, 33},    {6, 33, 16},    {11, 255, 63}, {13, 257, 65},  {40, 100, 9},
+      {1, 4096, 33},  {3, 16384, 19}, {37, 513, 47}, {12, 1000, 130}, {8, 64, 200},
+      {19, 7, 129},   {1, 1023, 257}, {25, 300, 1},  {4, 2049, 23},  {6, 12, 96}};
+  const std::uint64_t seed = 0x5EED0001;
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<std::size_t> rows_d(1, 40), k_d(1, 600), out_d(1, 150);
+  for (int i = 0; i < 24; ++i) {
+    DenseLinearShape s{rows_d(rng), k_d(rng), out_d(rng)};
+    if (i % 6 == 0) s.in_features = 1024 + k_d(rng) * 20;  // up to 13024
+    shapes.push_back(s);
+  }
+  DenseLinearEngine one(1, isa);
+  DenseLinearEngine two(2, isa);
+  std::size_t index = 0;
+  for (const DenseLinearShape& s : shapes) {
+    INFO("seed " << seed << " shape " << index << ": " << shape_text(s));
+    Bytes in = gaussian(s.rows * s.in_features, rng);
+    Bytes w = gaussian(s.out_features * s.in_features, rng, 0.25f);
+    if (index % 3 == 2) {
+      sprinkle_specials(in, rng, 0.002);
+      sprinkle_specials(w, rng, 0.002);
+    }
+    const Bytes want = reference(in, w, s);
+    require_same_bits(run(one, Kernel::kExact, in, w, s), want, s);
+    require_same_bits(run(two, Kernel::kExact, in, w, s), want, s);
+    ++index;
+  }
+}
+
+// All-subnormal operands, subnormals against large values, infinities and NaNs, and sums that
+// overflow f16 (f32 cannot overflow here: |sum| <= 65504^2 * K).
+void check_special_values(Isa isa) {
+  std::mt19937_64 rng(0x5EED0002);
+  std::uniform_int_distribution<int> sub_d(1, 0x3FF), sign_d(0, 1);
+  auto subnormals = [&](std::size_t n) {
+    Bytes b(2 * n);
+    for (std::size_t i = 0; i < n; ++i) {
+      put(b, i, static_cast<std::uint16_t>(sub_d(rng) | (sign_d(rng) << 15)));
+    }
+    return b;
+  };
+  auto filled = [](std::size_t n, std::uint16_t bits) {
+    Bytes b(2 * n);
+    for (std::size_t i = 0; i < n; ++i) put(b, i, bits);
+    return b;
+  };
+  for (const unsigned threads : {1u, 2u}) {
+    DenseLinearEngine engine(threads, isa);
+    std::vector<std::pair<const char*, std::pair<Bytes, Bytes>>> cases;
+    const DenseLinearShape s{9, 300, 21};
+    const std::size_t n_in = s.rows * s.in_features;
+    const std::size_t n_w = s.out_features * s.in_features;
+    cases.push_back({"all subnormal", {subnormals(n_in), subnormals(n_w)}});
+    cases.push_back({"subnormal x large", {subnormals(n_in), gaussian(n_w, rng, 20000.0f)}});
+    Bytes in_inf = gaussian(n_in, rng);
+    Bytes w_inf = gaussian(n_w, rng);
+    sprinkle_specials(in_inf, rng, 0.01);
+    sprinkle_specials(w_inf, rng, 0.01);
+    cases.push_back({"infinities and NaNs", {in_inf, w_inf}});
+    cases.push_back({"overflow to +inf", {filled(n_in, kMaxF16), filled(n_w, kMaxF16)}});
+    cases.push_back({"overflow both signs", {gaussian(n_in, rng, 30000.0f), gaussian(n_w, rng, 30000.0f)}});
+    cases.push_back({"inf - inf", {filled(n_in, kInf), [&] {
+                                     Bytes b = filled(n_w, kOne);
+                                     for (std::size_t o = 0; o < s.out_features; ++o) {
+                                       put(b, o * s.in_features + 1, 0xBC00);  // -1: +inf - inf
+                                     }
+                                     return b;
+                                   }()}});
+    for (const auto& [name, operands] : cases) {
+      INFO(name << ", threads " << threads);
+      const Bytes want = reference(operands.first, operands.second, s);
+      require_same_bits(run(engine, Kernel::kExact, operands.first, operands.second, s), want, s);
+      require_same_bits(run(engine, Kernel::kSplitK, operands.first, operands.second, s),
+                        splitk_model(operands.first, operands.second, s), s);
+    }
+    // Spot checks of the expected values themselves.
+    const Bytes ovf = run(engine, Kernel::kExact, filled(n_in, kMaxF16), filled(n_w, kMaxF16), s);
+    CHECK(get(ovf, 0) == kInf);
+    const Bytes nan = run(engine, Kernel::kExact, cases[5].second.first, cases[5].second.second, s);
+    CHECK(get(nan, 0) == kNanOut);
+  }
+}
+
+// Split-k against the scalar model: K below, at and above the block, not multiples of 256, and
+// block counts 1..17 so every shape of the tree (odd carries at every level) appears.
+void check_splitk_order(Isa isa) {
+  std::mt19937_64 rng(0x5EED0003);
+  const std::size_t ks[] = {1, 7, 100, 255, 256, 257, 300, 511, 512, 513, 769, 1025, 1283,
+                            1537, 1800, 2049, 2309, 2600, 3000, 3333, 3900, 4097, 4352};
+  DenseLinearEngine one(1, isa);
+  DenseLinearEngine two(2, isa);
+  std::size_t index = 0;
+  for (const std::size_t k : ks) {
+    const DenseLinearShape s{1 + index % 7, k, 1 + (index * 13) % 37};
+    INFO("shape " << shape_text(s));
+    Bytes in = gaussian(s.rows * k, rng, 3.0f);
+    Bytes w = gaussian(s.out_features * k, rng, 0.5f);
+    if (index % 5 == 4) sprinkle_specials(w, rng, 0.001);
+    const Bytes want = splitk_model(in, w, s);
+    require_same_bits(run(one, Kernel::kSplitK, in, w, s), want, s);
+    require_same_bits(run(two, Kernel::kSplitK, in, w, s), want, s);
+    ++index;
+  }
+}
+
+// The same order on data built to tell association orders apart: every block holds one non-zero
+// product; a third of the products are large and come in +b/-b pairs in random blocks, the rest are small, so the exact
+// sum is small but each order rounds the small terms differently against the large partial
+// sums. The data is checked to have teeth: a plain left-to-right sum of the partials (and the
+// reference) disagrees with the tree model for most block counts.
+void check_splitk_tree_shape(Isa isa) {
+  std::mt19937_64 rng(0x5EED0005);
+  DenseLinearEngine one(1, isa);
+  DenseLinearEngine two(2, isa);
+  std::uniform_int_distribution<int> mant(0, 1023), coin(0, 1), small_exp(-10, -6);
+  const std::size_t block = vr::cpu::kSplitKBlock;
+  std::size_t discriminating = 0;
+  for (std::size_t n = 2; n <= 17; ++n) {
+    const DenseLinearShape s{2, n * block - (n % 3) * 50, 40};
+    INFO("blocks " << n << " shape " << shape_text(s));
+    Bytes in(2 * s.rows * s.in_features);
+    for (std::size_t i = 0; i < s.rows * s.in_features; ++i) put(in, i, i < s.in_features ? 0x6400 : 0xE000);
+    Bytes w(2 * s.out_features * s.in_features, 0);
+    for (std::size_t o = 0; o < s.out_features; ++o) {
+      std::vector<float> values(n);
+      std::vector<std::size_t> order(n);
+      for (std::size_t j = 0; j < n; ++j) order[j] = j;
+      std::shuffle(order.begin(), order.end(), rng);
+      const std::size_t pairs = (n + 1) / 3;  // +b, -b pairs of large weights (~2^14)
+      for (std::size_t j = 0; j < n; ++j) {
+        const float m = 1.0f + static_cast<float>(mant(rng)) / 1024.0f;
+        if (j < 2 * pairs) {
+          values[order[j]] = j % 2 == 0 ? std::ldexp(m, 14) : -values[order[j - 1]];
+        } else {  // the rest small, either sign
+          values[order[j]] = std::ldexp(m, small_exp(rng)) * (coin(rng) != 0 ? 1.0f : -1.0f);
+        }
+      }
+      for (std::size_t j = 0; j < n; ++j) {
+        const std::size_t lo = j * block;
+        const std::size_t hi = std::min(lo + block, s.in_features);
+        const std::size_t k = lo + static_cast<std::size_t>(rng() % (hi - lo));
+        put(w, o * s.in_features + k, vr::f32_to_f16(values[j]));
+      }
+    }
+    const Bytes want = splitk_model(in, w, s);
+    if (count_diffs(want, reference(in, w, s)) > 0) ++discriminating;
+    require_same_bits(run(one, Kernel::kSplitK, in, w, s), want, s);
+    require_same_bits(run(two, Kernel::kSplitK, in, w, s), want, s);
+  }
+  CHECK(discriminating >= 10);
+}
+
+// On ordinary data split-k is measurably not the reference once K spans several blocks, and is
+// the reference for K <= 256.
+void check_splitk_differs(Isa isa) {
+  std::mt19937_64 rng(0x5EED0004);
+  DenseLinearEngine engine(2, isa);
+  for (const std::size_t k : {std::size_t{1024}, std::size_t{4096}}) {
+    const DenseLinearShape s{8, k, 128};
+    const Bytes in = gaussian(s.rows * k, rng);
+    const Bytes w = gaussian(s.out_features * k, rng, 0.05f);
+    const Bytes split = run(engine, Kernel::kSplitK, in, w, s);
+    const Bytes exact = run(engine, Kernel::kExact, in, w, s);
+    const std::size_t diffs = count_diffs(split, reference(in, w, s));
+    INFO("K " << k << ": " << diffs << " of " << s.rows * s.out_features << " outputs differ");
+    CHECK(diffs > 0);
+    CHECK(count_diffs(exact, split) == diffs);
+  }
+  for (const std::size_t k : {std::size_t{1}, std::size_t{100}, std::size_t{255}, std::size_t{256}}) {
+    const DenseLinearShape s{7, k, 45};
+    const Bytes in = gaussian(s.rows * k, rng);
+    const Bytes w = gaussian(s.out_features * k, rng, 0.2f);
+    INFO("K " << k);
+    require_same_bits(run(engine, Kernel::kSplitK, in, w, s), reference(in, w, s), s);
+  }
+}
+
+// Empty shapes: K = 0 gives +0 everywhere; no rows or no outputs writes nothing.
+void check_degenerate(Isa isa) {
+  DenseLinearEngine engine(2, isa);
+  CHECK(engine.threads() == 2);
+  CHECK(engine.isa() == isa);
+  Bytes out(2 * 3 * 5, 0xEE);
+  engine.dense_linear_exact(nullptr, nullptr, out.data(), DenseLinearShape{3, 0, 5});
+  CHECK(out == Bytes(out.size(), 0));
+  Bytes untouched(8, 0xEE);
+  engine.dense_linear_splitk(nullptr, nullptr, untouched.data(), DenseLinearShape{0, 4, 4});
+  engine.dense_linear_exact(nullptr, nullptr, untouched.data(), DenseLinearShape{4, 4, 0});
+  CHECK(untouched == Bytes(8, 0xEE));
+}
+
+#define VTRACE_REQUIRE_ISA(isa)                                                   \
+  do {                                                                            \
+    if (!vr::cpu::isa_supported(isa)) {                                           \
+      VTRACE_SKIP(std::string("this CPU cannot run the ") +                      \
+                  std::string(vr::cpu::isa_name(isa)) + " dense-linear path");    \
+    }                                                                             \
+  } while (false)
+
+}  // namespace
+
+TEST_CASE("cpu kernels: ISA names round-trip and detection picks a supported path") {
+  for (const Isa isa : {Isa::kPortable, Isa::kAvx2F16c, Isa::kAvx512}) {
+    CHECK(vr::cpu::parse_isa(vr::cpu::isa_name(isa)) == isa);
+  }
+  CHECK_FALSE(vr::cpu::parse_isa("sse2").has_value());
+  CHECK(vr::cpu::isa_supported(Isa::kPortable));
+  CHECK(vr::cpu::isa_supported(vr::cpu::detect_isa()));
+  if (vr::cpu::isa_supported(Isa::kAvx512)) CHECK(vr::cpu::detect_isa() == Isa::kAvx512);
+  CHECK(DenseLinearEngine(0, Isa::kPortable).threads() >= 1);
+}
+
+// One TEST_CASE per path and property: a skipped path never shares a test with a checked one.
+#define VTRACE_ISA_TEST_CASES(isa, label)                                                      \
+  TEST_CASE("cpu kernels " label ": exact matches the reference on every f16 pattern") {      \
+    VTRACE_REQUIRE_ISA(isa);                                                                   \
+    check_all_patterns(isa);                                                                   \
+  }                                                                                            \
+  TEST_CASE("cpu kernels " label ": exact matches the reference on random shapes") {          \
+    VTRACE_REQUIRE_ISA(isa);                                                                   \
+    check_random_shapes(isa);                                                                  \
+  }                                                                                            \
+  TEST_CASE("cpu kernels " label ": subnormal, infinite, NaN and overflowing operands") {     \
+    VTRACE_REQUIRE_ISA(isa);                                                                   \
+    check_special_values(isa);                                                                 \
+  }                                                                                            \
+  TEST_CASE("cpu kernels " label ": split-k follows its documented order") {                  \
+    VTRACE_REQUIRE_ISA(isa);                                                                   \
+    check_splitk_order(isa);                                                                   \
+  }                                                                                            \
+  TEST_CASE("cpu kernels " label ": split-k combines its blocks as the documented tree") {    \
+    VTRACE_REQUIRE_ISA(isa);                                                                   \
+    check_splitk_tree_shape(isa);                                                              \
+  }                                                                                            \
+  TEST_CASE("cpu kernels " label ": split-k differs from the reference only past one block") { \
+    VTRACE_REQUIRE_ISA(isa);                                                                   \
+    check_splitk_differs(isa);                                                                 \
+  }                                                                                            \
+  TEST_CASE("cpu kernels " label ": empty shapes") {                                          \
+    VTRACE_REQUIRE_ISA(isa);                                                                   \
+    check_degenerate(isa);                                                                     \
+  }
+
+VTRACE_ISA_TEST_CASES(Isa::kPortable, "portable")
+VTRACE_ISA_TEST_CASES(Isa::kAvx2F16c, "avx2-f16c")
+VTRACE_ISA_TEST_CASES(Isa::kAvx512, "avx512")
