@@ -1,4 +1,5 @@
 // vtrace record --workload W [--runtime R] [--seed S] [--steps N] [--level L] -o out.vtrace
+//               [--threads N] [--isa NAME] [--device-memory SIZE]
 #include <fmt/format.h>
 
 #include <filesystem>
@@ -6,8 +7,10 @@
 
 #include "cli_support.h"
 #include "commands.h"
+#include "runtime_flags.h"
 #include "vtrace/recorder/recording_runtime.h"
 #include "vtrace/runtime/registry.h"
+#include "vtrace/workloads/decode_workload.h"
 #include "vtrace/workloads/workload.h"
 
 namespace vtrace::cli {
@@ -26,6 +29,7 @@ struct RecordOptions {
   std::uint32_t layers = workloads::DecodeOptions{}.layers;
   std::uint32_t participants = workloads::DecodeOptions{}.participants;
   std::string weights;
+  RuntimeFlags runtime_flags;
 };
 
 int run_record(const RecordOptions& o, const GlobalOptions& global) {
@@ -47,15 +51,33 @@ int run_record(const RecordOptions& o, const GlobalOptions& global) {
     spec.contract.rounds = *o.steps;
   }
 
+  auto open = open_options(o.runtime_flags);
+  if (!open) {
+    print_error(open.error());
+    return kExitUsage;
+  }
   const auto& registry = runtime::default_registry();
-  auto inner = registry.open(o.runtime, {"device.vtrace.0"});
+  open->device_id = "device.vtrace.0";
+  auto inner = registry.open(o.runtime, *open);
   if (!inner) {
     print_error(fmt::format("runtime `{}` cannot be opened: {}", o.runtime, inner.error().message()));
     return kExitRuntimeUnavailable;
   }
+  if (spec.kind == workloads::WorkloadKind::kDecode) {
+    const std::uint64_t need = workloads::decode_device_bytes(spec.decode);
+    const std::uint64_t has = (*inner)->descriptor().total_memory_bytes;
+    if (need > has) {
+      print_error(fmt::format(
+          "decode with hidden {} and ffn {} over {} layers needs {} of device memory but runtime "
+          "`{}` has {}: pass --device-memory {} or more (nothing was recorded)",
+          o.hidden, o.ffn, o.layers, human_bytes(need), o.runtime, human_bytes(has), need));
+      return kExitUsage;
+    }
+  }
   std::unique_ptr<runtime::DeviceRuntime> foreign;
   if (spec.kind == workloads::WorkloadKind::kContract) {
-    auto opened = registry.open(o.runtime, {"device.vtrace.1"});
+    open->device_id = "device.vtrace.1";
+    auto opened = registry.open(o.runtime, *open);
     if (!opened) {
       print_error(fmt::format("a second `{}` runtime (for foreign objects) cannot be opened: {}",
                               o.runtime, opened.error().message()));
@@ -118,6 +140,8 @@ void add_record_command(CLI::App& app, const GlobalOptions& global, RunFunction*
       ->capture_default_str();
   cmd->add_option("--weights", options->weights,
                   "decode: safetensors file to use instead of generated weights");
+  add_runtime_flags(*cmd, options->runtime_flags,
+                    "the runtime's own: reference 64MiB, cpu and cpu-splitk 4GiB");
   cmd->callback([options, &global, run]() {
     *run = [options, &global]() { return run_record(*options, global); };
   });

@@ -1,5 +1,5 @@
 // vtrace replay T [--runtime R] [--check bits|ulp:N|none] [--events A:B] [--json report.json]
-//                 [--exit-skip=125]
+//                 [--exit-skip=125] [--threads N] [--isa NAME] [--device-memory SIZE]
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -10,6 +10,7 @@
 
 #include "cli_support.h"
 #include "commands.h"
+#include "runtime_flags.h"
 #include "vtrace/replayer/replay_trace.h"
 
 namespace vtrace::cli {
@@ -23,6 +24,7 @@ struct ReplayCommandOptions {
   std::string events;
   std::string json;
   std::optional<int> exit_skip;
+  RuntimeFlags runtime_flags;
 };
 
 class ProgressObserver final : public replayer::ReplayObserver {
@@ -39,6 +41,12 @@ class ProgressObserver final : public replayer::ReplayObserver {
 int run_replay(const ReplayCommandOptions& o, const GlobalOptions& global) {
   replayer::ReplayTraceOptions options;
   options.runtime = o.runtime;
+  auto open = open_options(o.runtime_flags);
+  if (!open) {
+    print_error(open.error());
+    return kExitUsage;
+  }
+  options.open = *open;
   auto check = replayer::parse_check_mode(o.check);
   if (!check) {
     print_error(fmt::format("--check `{}` is not one of bits, ulp:N, none", o.check));
@@ -92,6 +100,8 @@ int run_replay(const ReplayCommandOptions& o, const GlobalOptions& global) {
                              begin)));
   }
   if (!global.quiet) {
+    // Once, as information: what the contract lets differ between runtimes.
+    for (const auto& difference : r.runtime_differences) fmt::print("note: {}\n", difference);
     fmt::print("{} on {} (check {}): events {}..{} checked ({} executed)\n", r.trace, r.runtime,
                r.check, r.first_event, r.end_event, r.executed);
     fmt::print(
@@ -145,6 +155,7 @@ void add_replay_command(CLI::App& app, const GlobalOptions& global, RunFunction*
   cmd->add_option("--json", options->json, "Write the replay report as JSON to this file");
   cmd->add_option("--exit-skip", options->exit_skip,
                   "Exit with this code instead of 3 when the runtime is unavailable");
+  add_runtime_flags(*cmd, options->runtime_flags, "the recorded device's capacity");
   cmd->callback([options, &global, run]() {
     *run = [options, &global]() { return run_replay(*options, global); };
   });

@@ -1,6 +1,8 @@
 // The replay engine (replay_engine.h). One handler per step kind: re-execute, then compare.
 #include "vtrace/replayer/replay_engine.h"
 
+#include "vtrace/replayer/replay_target.h"
+
 #include <fmt/format.h>
 
 #include <map>
@@ -282,7 +284,9 @@ class Engine {
   }
 
   // ---- steps ---------------------------------------------------------------------------------
-  void exec(const step::RuntimeOpened&) {}
+  void exec(const step::RuntimeOpened& s) {
+    report_.runtime_differences = runtime_differences(s, rt_, options_.runtime_name);
+  }
   void exec(const step::Skipped&) {}
 
   void exec(const step::ForeignObjectSeen& s) {

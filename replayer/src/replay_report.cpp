@@ -46,6 +46,7 @@ nlohmann::json ReplayReport::to_json() const {
                                                            : nlohmann::json(nullptr)},
                                  {"stop_reason", stop_reason}}},
       {"unfinished_submits", unfinished_submits},
+      {"runtime_differences", runtime_differences},
   };
 }
 

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "vtrace/replayer/replay_target.h"
+
 namespace vtrace::replayer {
 
 namespace rt = vtrace::runtime;
@@ -42,14 +44,25 @@ std::expected<ReplayReport, ReplayFailure> replay_trace(const std::filesystem::p
 
   std::string name = options.runtime.empty() ? plan->recorded_runtime() : options.runtime;
   if (name.empty()) name = "reference";
-  auto runtime = registry.open(name, {"device.vtrace.0"});
+  rt::RuntimeOpenOptions open = options.open;
+  if (open.device_memory_bytes == 0) {
+    if (const auto* recorded = recorded_device(*plan)) {
+      open.device_memory_bytes = recorded->descriptor.total_memory_bytes;
+    }
+  }
+  open.device_id = "device.vtrace.0";
+  auto runtime = registry.open(name, open);
   if (!runtime) {
     return std::unexpected(ReplayFailure{
         Kind::kRuntimeUnavailable, fmt::format("runtime `{}` cannot be opened: {}", name,
                                                runtime.error().message())});
   }
+  if (auto short_of = check_capacity(*plan, **runtime, name)) {
+    return std::unexpected(ReplayFailure{Kind::kRuntimeUnavailable, about(trace, *short_of)});
+  }
   // Foreign objects of the recording came from another instance of the same kind.
-  auto auxiliary = registry.open(name, {"device.vtrace.1"});
+  open.device_id = "device.vtrace.1";
+  auto auxiliary = registry.open(name, open);
   if (!auxiliary) {
     return std::unexpected(ReplayFailure{
         Kind::kRuntimeUnavailable,

@@ -153,10 +153,17 @@ TEST_CASE("vtrace verify accepts a golden trace and rejects a cut one", "[cli]")
   CHECK(run_vtrace(fmt::format("verify {}", (dir / "cut.vtrace").string())).code != 0);
 }
 
-TEST_CASE("vtrace list-runtimes names the reference runtime", "[cli]") {
+TEST_CASE("vtrace list-runtimes names reference, cpu and cpu-splitk and what each is here", "[cli]") {
   auto run = run_vtrace("list-runtimes");
   CHECK(run.code == 0);
-  CHECK(run.output.starts_with("reference"));
+  for (const char* name : {"reference ", "cpu ", "cpu-splitk "}) {
+    INFO(name);
+    CHECK((run.output.find(std::string("\n") + name) != std::string::npos ||
+           run.output.starts_with(name)));
+  }
+  // The cpu runtimes say which instruction path and how many threads they run with.
+  CHECK(run.output.find(" threads)") != std::string::npos);
+  CHECK(run.output.find("(reference, 64.00 MiB)") != std::string::npos);
 }
 
 TEST_CASE("every vtrace subcommand has --help", "[cli]") {
@@ -317,4 +324,72 @@ TEST_CASE("dump lists an event of a kind this build does not know and goes on", 
   auto text = run_vtrace(fmt::format("dump {} --events {}", trace.string(), unknown));
   CHECK(text.code == 0);
   CHECK_THAT(text.output, Catch::Contains("Unknown {seq: " + std::to_string(unknown)));
+}
+
+TEST_CASE("vtrace record and replay across runtimes: cpu is bit-exact, cpu-splitk names its first drift",
+          "[cli][cross-runtime]") {
+  vtrace::test::ScratchDir dir("cli-cross");
+  const auto trace = (dir / "decode.vtrace").string();
+  // Reductions of 1024 (four split-k blocks) and 48.
+  auto record = run_vtrace(fmt::format(
+      "record --workload decode --runtime cpu --threads 2 --hidden 48 --ffn 1024 --layers 2 "
+      "--steps 2 -o {}",
+      trace));
+  INFO(record.output);
+  REQUIRE(record.code == 0);
+  CHECK(record.output.find("on cpu:") != std::string::npos);
+  auto on_reference = run_vtrace(fmt::format("replay {} --runtime reference", trace));
+  INFO(on_reference.output);
+  CHECK(on_reference.code == 0);
+  CHECK(on_reference.output.find("verdict: match") != std::string::npos);
+  // The legitimate differences are said once, as notes, not as mismatches.
+  CHECK(occurrences(on_reference.output, "note: recorded on runtime `cpu`, replayed on `reference`") == 1);
+  CHECK(occurrences(on_reference.output, "note: device class: recorded host, replayed reference") == 1);
+  auto on_cpu = run_vtrace(fmt::format("replay {} --isa portable --threads 1", trace));
+  INFO(on_cpu.output);
+  CHECK(on_cpu.code == 0);
+  CHECK(on_cpu.output.find("note:") == std::string::npos);
+  auto drift = run_vtrace(fmt::format("replay {} --runtime cpu-splitk", trace));
+  INFO(drift.output);
+  CHECK(drift.code == 1);
+  CHECK(drift.output.find("MISMATCH at event") != std::string::npos);
+  CHECK(drift.output.find(": readback(") != std::string::npos);
+  CHECK(drift.output.find("--runtime cpu-splitk") != std::string::npos);
+  CHECK(drift.output.find("verdict: mismatch") != std::string::npos);
+}
+
+TEST_CASE("vtrace runtime options: bad values are usage errors, a missing path or too little memory says so",
+          "[cli][cross-runtime]") {
+  vtrace::test::ScratchDir dir("cli-runtime-options");
+  const auto trace = (dir / "t.vtrace").string();
+  auto bad_size = run_vtrace(fmt::format("record -w tiny --device-memory lots -o {}", trace));
+  CHECK(bad_size.code == 2);
+  CHECK(bad_size.output.find("--device-memory: `lots` is not a byte size") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(trace));
+  auto bad_isa = run_vtrace(fmt::format("replay {} --runtime cpu --isa sse9", golden("tiny")));
+  CHECK(bad_isa.code == 3);
+  CHECK(bad_isa.output.find("no instruction path `sse9`") != std::string::npos);
+  // A decode shape the device cannot hold: refused before any weight is generated, no trace left.
+  auto too_big = run_vtrace(fmt::format(
+      "record -w decode --hidden 4096 --ffn 16384 --layers 1 -o {}", trace));
+  INFO(too_big.output);
+  CHECK(too_big.code == 2);
+  // 4096x16384 up, 16384x4096 down and a 4096x4096 head in f16, plus 3 tokens of activations.
+  CHECK(too_big.output.find("needs 288.16 MiB of device memory but runtime `reference` has "
+                            "64.00 MiB: pass --device-memory 302161920 or more") !=
+        std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(trace));
+  CHECK_FALSE(std::filesystem::exists(trace + ".partial"));
+  // A target with less memory than the trace holds at its peak: exit 3, one sentence, nothing run.
+  auto small = run_vtrace(fmt::format("replay {} --device-memory 1KiB", golden("decode-short")));
+  INFO(small.output);
+  CHECK(small.code == 3);
+  CHECK(small.output.find("at its peak") != std::string::npos);
+  CHECK(small.output.find("has 1024 bytes") != std::string::npos);
+  CHECK(small.output.find("verdict") == std::string::npos);
+  auto grown = run_vtrace(fmt::format("replay {} --runtime cpu --device-memory 1GiB", golden("decode-short")));
+  INFO(grown.output);
+  CHECK(grown.code == 0);
+  CHECK(grown.output.find("note: device memory: recorded 67108864 bytes (64.0 MiB), replayed "
+                          "1073741824 bytes (1024.0 MiB)") != std::string::npos);
 }

@@ -38,7 +38,7 @@ rt::BufferPtr make_buffer(rt::DeviceRuntime& runtime, const char* id, std::uint6
 // Records, on the reference runtime, a session calling every optional method; the commands
 // coalesce_program_bindings returns are submitted and their effect read back.
 void record_optional_session(const std::filesystem::path& path) {
-  auto inner = rt::default_registry().open("reference", {"device.vtrace.0"});
+  auto inner = rt::default_registry().open("reference", {.device_id = "device.vtrace.0"});
   REQUIRE(inner.has_value());
   auto recording = vtrace::recorder::RecordingRuntime::create(std::move(*inner), "reference", path,
                                                               {});
@@ -159,8 +159,8 @@ TEST_CASE("a recorded session calling every optional method replays to a match",
   }
   CHECK(optional_steps == methods.size());
 
-  auto primary = rt::default_registry().open("reference", {"device.vtrace.0"});
-  auto auxiliary = rt::default_registry().open("reference", {"device.vtrace.1"});
+  auto primary = rt::default_registry().open("reference", {.device_id = "device.vtrace.0"});
+  auto auxiliary = rt::default_registry().open("reference", {.device_id = "device.vtrace.1"});
   REQUIRE(primary.has_value());
   REQUIRE(auxiliary.has_value());
   const auto report = rp::replay_plan(*plan, **primary, **auxiliary, {});
@@ -195,8 +195,8 @@ TEST_CASE("a replay whose runtime answers an optional method differently reports
   REQUIRE(reader.has_value());
   auto plan = rp::ReplayPlan::build(**reader);
   REQUIRE(plan.has_value());
-  auto inner = rt::default_registry().open("reference", {"device.vtrace.0"});
-  auto auxiliary = rt::default_registry().open("reference", {"device.vtrace.1"});
+  auto inner = rt::default_registry().open("reference", {.device_id = "device.vtrace.0"});
+  auto auxiliary = rt::default_registry().open("reference", {.device_id = "device.vtrace.1"});
   REQUIRE(inner.has_value());
   REQUIRE(auxiliary.has_value());
   OneCommand live(std::move(*inner));

@@ -29,15 +29,17 @@ ScratchDir::~ScratchDir() {
 }
 
 workloads::WorkloadReport record_workload(const workloads::WorkloadSpec& spec,
-                                          const std::filesystem::path& path) {
+                                          const std::filesystem::path& path,
+                                          const std::string& runtime_name) {
   const auto& registry = runtime::default_registry();
-  auto inner = registry.open("reference", {"device.vtrace.0"});
+  auto inner = registry.open(runtime_name, {.device_id = "device.vtrace.0"});
   REQUIRE(inner.has_value());
-  auto foreign = registry.open("reference", {"device.vtrace.1"});
+  auto foreign = registry.open(runtime_name, {.device_id = "device.vtrace.1"});
   REQUIRE(foreign.has_value());
   recorder::RecorderOptions options;
   options.workload_description = spec.describe();
-  auto recording = recorder::RecordingRuntime::create(std::move(*inner), "reference", path, options);
+  auto recording =
+      recorder::RecordingRuntime::create(std::move(*inner), runtime_name, path, options);
   REQUIRE(recording.has_value());
   auto report = workloads::run_workload(spec, **recording, foreign->get());
   INFO((report ? std::string() : report.error().message));

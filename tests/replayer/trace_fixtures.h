@@ -28,9 +28,11 @@ class ScratchDir {
   std::filesystem::path path_;
 };
 
-// Records `spec` on the reference runtime into `path`; REQUIREs success and returns the report.
+// Records `spec` on the registry runtime `runtime_name` into `path`; REQUIREs success and returns
+// the report.
 workloads::WorkloadReport record_workload(const workloads::WorkloadSpec& spec,
-                                          const std::filesystem::path& path);
+                                          const std::filesystem::path& path,
+                                          const std::string& runtime_name = "reference");
 
 // Small decode options that record in well under a second.
 workloads::WorkloadSpec small_decode_spec();

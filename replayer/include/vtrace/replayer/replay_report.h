@@ -52,6 +52,10 @@ struct ReplayReport {
   // Executed SubmitBegin events with no SubmitEnd in the trace (the run died inside the submit):
   // re-executed, their outcome not compared.
   std::vector<std::uint64_t> unfinished_submits;
+  // What legitimately differs between the recorded device and the replay runtime (class,
+  // fingerprint, capacity, attention policy, ...): information, never a mismatch
+  // (replay_target.h).
+  std::vector<std::string> runtime_differences;
   bool matched() const { return mismatch_count == 0; }
   nlohmann::json to_json() const;
 };

@@ -4,7 +4,9 @@
 // Errors, each with the exit code `vtrace replay` maps it to:
 //   kTrace (2)               the file cannot be read or the plan is invalid;
 //   kUsage (2)               the options do not fit the trace (an empty or inverted range);
-//   kRuntimeUnavailable (3)  the registry does not know the runtime, or it cannot open here.
+//   kRuntimeUnavailable (3)  the registry does not know the runtime, it cannot open here, or it
+//                            has less device memory than the trace holds at its peak
+//                            (replay_target.h: one sentence, before anything runs).
 #pragma once
 
 #include <expected>
@@ -25,6 +27,10 @@ struct ReplayFailure {
 struct ReplayTraceOptions {
   std::string runtime;  // empty: the runtime the trace was recorded on
   ReplayOptions replay;  // trace_label and runtime_name are filled in when empty
+  // How the runtime is opened (threads, instruction path, capacity). A device_memory_bytes of 0
+  // gives the runtime the recorded device's capacity, so capacity-dependent outcomes (an admit
+  // refused as over capacity) replay as recorded on every host runtime.
+  runtime::RuntimeOpenOptions open{};
 };
 
 std::expected<ReplayReport, ReplayFailure> replay_trace(const std::filesystem::path& trace,

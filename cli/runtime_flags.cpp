@@ -1,0 +1,63 @@
+#include "runtime_flags.h"
+
+#include <fmt/format.h>
+
+#include <cctype>
+#include <charconv>
+#include <cmath>
+
+namespace vtrace::cli {
+
+void add_runtime_flags(CLI::App& cmd, RuntimeFlags& flags, std::string_view device_memory_default) {
+  cmd.add_option("--threads", flags.threads,
+                 "cpu runtimes: worker threads (default: the machine's hardware threads)");
+  cmd.add_option("--isa", flags.isa,
+                 "cpu runtimes: instruction path portable, avx2-f16c or avx512 (default: the best "
+                 "this CPU has)");
+  cmd.add_option("--device-memory", flags.device_memory,
+                 fmt::format("Device capacity, e.g. 8GiB or 4096MiB (default: {})",
+                             device_memory_default));
+}
+
+std::expected<std::uint64_t, std::string> parse_byte_size(std::string_view text) {
+  const auto bad = [&] {
+    return std::unexpected(fmt::format(
+        "`{}` is not a byte size (a number with an optional K, M, G, KiB, MiB or GiB)", text));
+  };
+  double number = 0;
+  const char* begin = text.data();
+  const char* end = text.data() + text.size();
+  const auto [stop, ec] = std::from_chars(begin, end, number, std::chars_format::fixed);
+  if (ec != std::errc() || !(number > 0) || !std::isfinite(number)) return bad();
+  std::string unit(stop, end);
+  for (char& c : unit) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  double scale = 1;
+  if (unit.empty() || unit == "b") {
+    scale = 1;
+  } else if (unit == "k" || unit == "kib") {
+    scale = 1024.0;
+  } else if (unit == "m" || unit == "mib") {
+    scale = 1024.0 * 1024.0;
+  } else if (unit == "g" || unit == "gib") {
+    scale = 1024.0 * 1024.0 * 1024.0;
+  } else {
+    return bad();
+  }
+  const double bytes = std::ceil(number * scale);
+  if (bytes >= 18446744073709551615.0) return bad();
+  return static_cast<std::uint64_t>(bytes);
+}
+
+std::expected<runtime::RuntimeOpenOptions, std::string> open_options(const RuntimeFlags& flags) {
+  runtime::RuntimeOpenOptions options;
+  options.threads = flags.threads;
+  options.isa = flags.isa;
+  if (!flags.device_memory.empty()) {
+    auto bytes = parse_byte_size(flags.device_memory);
+    if (!bytes) return std::unexpected("--device-memory: " + bytes.error());
+    options.device_memory_bytes = *bytes;
+  }
+  return options;
+}
+
+}  // namespace vtrace::cli

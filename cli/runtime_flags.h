@@ -1,0 +1,30 @@
+// The options that say how a runtime is opened, shared by `record` and `replay`:
+// --threads N, --isa NAME, --device-memory SIZE (runtime::RuntimeOpenOptions).
+#pragma once
+
+#include <cstdint>
+#include <expected>
+#include <string>
+#include <string_view>
+
+#include "cli11.h"
+#include "vtrace/runtime/registry.h"
+
+namespace vtrace::cli {
+
+struct RuntimeFlags {
+  unsigned threads = 0;
+  std::string isa;
+  std::string device_memory;  // "" = the runtime's default (replay: the recorded capacity)
+};
+
+// Registers the three options on `cmd`; `device_memory_default` is said in --help.
+void add_runtime_flags(CLI::App& cmd, RuntimeFlags& flags, std::string_view device_memory_default);
+
+// "4096", "64MiB", "1.5GiB", "512M", "2G", "16k" (K/M/G are binary, as the Ki/Mi/Gi forms).
+std::expected<std::uint64_t, std::string> parse_byte_size(std::string_view text);
+
+// The open options the flags give, or the sentence that says which flag is wrong.
+std::expected<runtime::RuntimeOpenOptions, std::string> open_options(const RuntimeFlags& flags);
+
+}  // namespace vtrace::cli
