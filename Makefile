@@ -30,8 +30,12 @@ test: build
 demo: build
 	$(BUILD)/cli/vtrace demo
 
-# Benchmarks use a separate Release build.
+# Benchmarks use a separate Release build. OpenBLAS is a benchmark-only dependency (the sgemm
+# baseline of bench/bench_dense_linear.cpp); nothing else needs it.
+BENCH_PACKAGES := libopenblas-dev
+
 bench: deps
+	@scripts/install-deps.sh $(BENCH_PACKAGES)
 	cmake -S . -B build-release -G Ninja -DCMAKE_BUILD_TYPE=Release -DVTRACE_BUILD_TESTS=OFF
 	cmake --build build-release -j $(JOBS)
 	scripts/run-bench.sh build-release

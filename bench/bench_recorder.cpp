@@ -77,7 +77,7 @@ std::filesystem::path temp_trace(const char* tag) {
 }
 
 std::unique_ptr<rt::DeviceRuntime> open_reference() {
-  auto runtime = rt::default_registry().open("reference", {"device.vtrace.0"});
+  auto runtime = rt::default_registry().open("reference", {.device_id = "device.vtrace.0"});
   return runtime ? std::move(*runtime) : nullptr;
 }
 

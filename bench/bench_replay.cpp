@@ -50,8 +50,8 @@ struct Fixture {
 
 bool record(const wl::WorkloadSpec& spec, const std::filesystem::path& path, std::string& error) {
   const auto& registry = rt::default_registry();
-  auto inner = registry.open("reference", {"device.vtrace.0"});
-  auto foreign = registry.open("reference", {"device.vtrace.1"});
+  auto inner = registry.open("reference", {.device_id = "device.vtrace.0"});
+  auto foreign = registry.open("reference", {.device_id = "device.vtrace.1"});
   if (!inner || !foreign) {
     error = "the reference runtime cannot be opened";
     return false;
@@ -103,7 +103,7 @@ const Fixture& fixture() {
 
 double run_direct(const Fixture& f, std::string& error) {
   const auto t0 = std::chrono::steady_clock::now();
-  auto runtime = rt::default_registry().open("reference", {"device.vtrace.0"});
+  auto runtime = rt::default_registry().open("reference", {.device_id = "device.vtrace.0"});
   if (!runtime) {
     error = runtime.error().message();
     return 0;
@@ -153,8 +153,8 @@ void BM_Replay_DecodePlanned(benchmark::State& state) {
   if (!f.error.empty()) return state.SkipWithError(f.error.c_str());
   bool matched = true;
   for (auto _ : state) {
-    auto runtime = rt::default_registry().open("reference", {"device.vtrace.0"});
-    auto aux = rt::default_registry().open("reference", {"device.vtrace.1"});
+    auto runtime = rt::default_registry().open("reference", {.device_id = "device.vtrace.0"});
+    auto aux = rt::default_registry().open("reference", {.device_id = "device.vtrace.1"});
     if (!runtime || !aux) return state.SkipWithError("the reference runtime cannot be opened");
     matched = rp::replay_plan(*f.decode_plan, **runtime, **aux, {}).matched() && matched;
   }

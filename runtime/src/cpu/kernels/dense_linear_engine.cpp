@@ -20,7 +20,6 @@
 #include <bit>
 #include <cstring>
 #include <new>
-#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -212,10 +211,9 @@ void DenseLinearEngine::Impl::launch(const std::uint8_t* input, const std::uint8
 }
 
 DenseLinearEngine::DenseLinearEngine(unsigned threads, Isa isa) {
-  if (!isa_supported(isa)) {
-    throw std::invalid_argument("dense-linear engine: this CPU cannot run the " +
-                                std::string(isa_name(isa)) + " path");
-  }
+  // Callers check isa_supported first (CpuRuntime::create refuses with kRuntimeUnavailable); a
+  // path this CPU cannot run falls back to the portable one instead of faulting.
+  if (!isa_supported(isa)) isa = Isa::kPortable;
   unsigned n = threads != 0 ? threads : std::thread::hardware_concurrency();
   impl_ = std::make_unique<Impl>(std::max(n, 1u), isa);
 }
