@@ -6,10 +6,14 @@
 //                                       cpu-splitk (which reports mismatches: it still runs all).
 //   BM_Runtimes_ReplayCpuOverReference  both alternated in each iteration; counter
 //                                       reference_over_cpu = sum(reference) / sum(cpu). Goal >= 10.
-//   BM_Runtimes_Transfer/<op>/<runtime> one 64 MiB upload, copy, zero or readback through submit
-//                                       (readback: the call) next to BM_Runtimes_Memcpy, the
-//                                       baseline: std::memcpy of 64 MiB between two buffers.
-//                                       bytes/s via SetBytesProcessed.
+//   BM_Runtimes_Transfer/<op>/<runtime>/<MiB>  one upload, copy, zero or readback of 1 or 64 MiB
+//                                       through submit (readback: the call), next to two
+//                                       baselines of the same size: BM_Runtimes_Memcpy
+//                                       (std::memcpy between two warm buffers) and
+//                                       BM_Runtimes_FreshCopy (a copy into a new std::vector,
+//                                       what the interface's host vectors cost: an upload's
+//                                       encode-time copy, a readback's result). bytes/s via
+//                                       SetBytesProcessed.
 #include <benchmark/benchmark.h>
 
 #include <chrono>
@@ -108,10 +112,10 @@ void BM_Runtimes_ReplayCpuOverReference(benchmark::State& state) {
 }
 BENCHMARK(BM_Runtimes_ReplayCpuOverReference)->Unit(benchmark::kMillisecond)->UseRealTime();
 
-constexpr std::uint64_t kTransferBytes = 64ull * 1024 * 1024;
+constexpr std::uint64_t kMiB = 1024ull * 1024;
 
-rt::BufferPtr allocate(rt::DeviceRuntime& runtime, const char* name) {
-  auto request = rt::BufferRequest::create(*rt::ResourceId::create(name), kTransferBytes, 64,
+rt::BufferPtr allocate(rt::DeviceRuntime& runtime, const char* name, std::uint64_t bytes) {
+  auto request = rt::BufferRequest::create(*rt::ResourceId::create(name), bytes, 64,
                                            rt::BufferUsage::kActivations, rt::ElementType::kU8);
   if (!request) return nullptr;
   auto permit = runtime.admit(*request);
@@ -132,12 +136,13 @@ const char* const kOps[] = {"upload", "copy", "zero", "readback"};
 void BM_Runtimes_Transfer(benchmark::State& state) {
   const auto op = static_cast<Op>(state.range(0));
   const std::string runtime_name = kRuntimes[state.range(1)];
+  const std::uint64_t kTransferBytes = static_cast<std::uint64_t>(state.range(2)) * kMiB;
   state.SetLabel(std::string(kOps[op]) + " on " + runtime_name);
   auto runtime = rt::default_registry().open(runtime_name, {.device_memory_bytes = 1ull << 30});
   if (!runtime) return state.SkipWithError(runtime.error().message().c_str());
   auto stream = (*runtime)->create_stream();
-  auto a = allocate(**runtime, "resource.bench.a");
-  auto b = allocate(**runtime, "resource.bench.b");
+  auto a = allocate(**runtime, "resource.bench.a", kTransferBytes);
+  auto b = allocate(**runtime, "resource.bench.b", kTransferBytes);
   if (!stream || !a || !b) return state.SkipWithError("setup failed");
   const std::vector<std::uint8_t> host(kTransferBytes, 0x5A);
   const auto layout = *rt::HostTransferLayout::create(rt::ElementType::kU8, kTransferBytes);
@@ -167,11 +172,12 @@ void BM_Runtimes_Transfer(benchmark::State& state) {
                           static_cast<std::int64_t>(kTransferBytes));
 }
 BENCHMARK(BM_Runtimes_Transfer)
-    ->ArgsProduct({{kUpload, kCopy, kZero, kReadback}, {0, 1}})
+    ->ArgsProduct({{kUpload, kCopy, kZero, kReadback}, {0, 1}, {1, 64}})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
 void BM_Runtimes_Memcpy(benchmark::State& state) {
+  const std::uint64_t kTransferBytes = static_cast<std::uint64_t>(state.range(0)) * kMiB;
   std::vector<std::uint8_t> from(kTransferBytes, 0x5A);
   std::vector<std::uint8_t> to(kTransferBytes, 0);
   for (auto _ : state) {
@@ -181,6 +187,19 @@ void BM_Runtimes_Memcpy(benchmark::State& state) {
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) *
                           static_cast<std::int64_t>(kTransferBytes));
 }
-BENCHMARK(BM_Runtimes_Memcpy)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Runtimes_Memcpy)->Arg(1)->Arg(64)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_Runtimes_FreshCopy(benchmark::State& state) {
+  const std::uint64_t bytes = static_cast<std::uint64_t>(state.range(0)) * kMiB;
+  const std::vector<std::uint8_t> from(bytes, 0x5A);
+  for (auto _ : state) {
+    std::vector<std::uint8_t> to(from.begin(), from.end());
+    benchmark::DoNotOptimize(to.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) *
+                          static_cast<std::int64_t>(bytes));
+}
+BENCHMARK(BM_Runtimes_FreshCopy)->Arg(1)->Arg(64)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace

@@ -220,7 +220,56 @@ struct CopyKind {
   Region source;
   Region destination;
 };
+// Host buffers of commands that died, kept for the next uploads' encode-time copies so that a
+// steady stream of large uploads copies into warm memory instead of faulting in fresh pages.
+// Bounded: at most kMaxSpare buffers and kMaxSpareBytes in all.
+class UploadPool {
+ public:
+  std::vector<std::uint8_t> take(std::span<const std::uint8_t> source) {
+    std::vector<std::uint8_t> bytes;
+    {
+      std::lock_guard lock(mutex_);
+      // The smallest spare that holds the source.
+      auto best = spare_.end();
+      for (auto it = spare_.begin(); it != spare_.end(); ++it) {
+        if (it->capacity() >= source.size() &&
+            (best == spare_.end() || it->capacity() < best->capacity())) {
+          best = it;
+        }
+      }
+      if (best != spare_.end()) {
+        spare_bytes_ -= best->capacity();
+        bytes = std::move(*best);
+        spare_.erase(best);
+      }
+    }
+    bytes.assign(source.begin(), source.end());
+    return bytes;
+  }
+  void give_back(std::vector<std::uint8_t> bytes) {
+    std::lock_guard lock(mutex_);
+    if (spare_.size() >= kMaxSpare || spare_bytes_ + bytes.capacity() > kMaxSpareBytes) return;
+    spare_bytes_ += bytes.capacity();
+    spare_.push_back(std::move(bytes));
+  }
+
+ private:
+  static constexpr std::size_t kMaxSpare = 8;
+  static constexpr std::size_t kMaxSpareBytes = 256u << 20;
+  std::mutex mutex_;
+  std::vector<std::vector<std::uint8_t>> spare_;
+  std::size_t spare_bytes_ = 0;
+};
+
 struct UploadKind {
+  UploadKind(std::shared_ptr<UploadPool> from, std::span<const std::uint8_t> source, Region dst)
+      : pool(std::move(from)), bytes(pool->take(source)), destination(std::move(dst)) {}
+  UploadKind(UploadKind&&) = default;
+  UploadKind& operator=(UploadKind&&) = default;
+  ~UploadKind() {
+    if (pool) pool->give_back(std::move(bytes));
+  }
+  std::shared_ptr<UploadPool> pool;
   std::vector<std::uint8_t> bytes;
   Region destination;
 };
@@ -287,6 +336,8 @@ struct HostRuntime::State {
   // One submit executes at a time: the kernel and the staging buffer are not reentrant.
   std::mutex execute_mutex;
   std::vector<std::uint8_t> staging;  // output of a launch whose regions alias, grow-only
+  // Shared with upload commands, which may outlive the runtime.
+  std::shared_ptr<UploadPool> upload_pool = std::make_shared<UploadPool>();
 
   std::string_view rt() const { return config.label; }
 
@@ -509,8 +560,7 @@ Result<CommandPtr> HostRuntime::encode_upload(std::span<const std::uint8_t> sour
   if (!region) return std::unexpected(region.error());
   // The host bytes are copied now, at encode time.
   return transfer(kHostUploadNativeOperationId,
-                  UploadKind{std::vector<std::uint8_t>(source.begin(), source.end()),
-                             std::move(*region)});
+                  UploadKind(state_->upload_pool, source, std::move(*region)));
 }
 
 Result<CommandPtr> HostRuntime::encode_zero(const Buffer& destination,
