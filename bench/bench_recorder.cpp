@@ -24,6 +24,19 @@
 // order), payload_zstd3_bytes (those bytes through ZSTD_compress level 3: what "just zstd the
 // data" would cost), trace_vs_zstd3 = trace_bytes / payload_zstd3_bytes.
 //
+//   BM_Recorder_CpuSteadyState         the overhead on the fast `cpu` runtime, where the recorder's
+//                                      share is largest: decode hidden=1024 ffn=4096 layers=4
+//                                      participants=2 (66 MiB of weights, read from a safetensors
+//                                      file written once, so no run generates weights), run raw
+//                                      and recorded with 1 and with 65 steps, all four alternated
+//                                      in each iteration. Counters from the medians:
+//                                      step_overhead = (recorded65 - recorded1) /
+//                                      (raw65 - raw1), the per-step cost of recording in the
+//                                      steady state (goal <= 1.03); raw_step_ms; and
+//                                      weights_recording_mb_per_s = weight MB / (recorded1 - raw1),
+//                                      the one-time cost of recording the weights (their upload
+//                                      events and payloads, compressed, plus closing the trace).
+//
 //   build-rel/bench/vtrace_bench --benchmark_filter=Recorder --benchmark_repetitions=5
 //       --benchmark_report_aggregates_only=true
 #include <benchmark/benchmark.h>
@@ -41,6 +54,7 @@
 
 #include "vtrace/recorder/recording_runtime.h"
 #include "vtrace/runtime/registry.h"
+#include "vtrace/runtime/safetensors.h"
 #include "vtrace/schema/byte_io.h"
 #include "vtrace/schema/events.h"
 #include "vtrace/schema/trace_reader.h"
@@ -76,14 +90,15 @@ std::filesystem::path temp_trace(const char* tag) {
          ("vtrace_bench_recorder_" + std::to_string(::getpid()) + "_" + tag + ".vtrace");
 }
 
-std::unique_ptr<rt::DeviceRuntime> open_reference() {
-  auto runtime = rt::default_registry().open("reference", {.device_id = "device.vtrace.0"});
+std::unique_ptr<rt::DeviceRuntime> open_runtime(const std::string& name) {
+  auto runtime = rt::default_registry().open(name, {.device_id = "device.vtrace.0"});
   return runtime ? std::move(*runtime) : nullptr;
 }
 
 // One raw run; false on any failure (error says which).
-bool run_raw(const wl::WorkloadSpec& spec, std::string& error) {
-  auto runtime = open_reference();
+bool run_raw(const wl::WorkloadSpec& spec, std::string& error,
+             const std::string& runtime_name = "reference") {
+  auto runtime = open_runtime(runtime_name);
   if (!runtime) {
     error = "the reference runtime cannot be opened";
     return false;
@@ -100,13 +115,14 @@ bool run_raw(const wl::WorkloadSpec& spec, std::string& error) {
 // One recorded run into `sink`, closed; false on any failure.
 bool run_recorded(const wl::WorkloadSpec& spec, std::unique_ptr<vs::ByteSink> sink,
                   vtrace::recorder::RecorderOptions options, std::string& error,
-                  std::uint64_t* file_bytes = nullptr) {
-  auto runtime = open_reference();
+                  std::uint64_t* file_bytes = nullptr,
+                  const std::string& runtime_name = "reference") {
+  auto runtime = open_runtime(runtime_name);
   if (!runtime || !sink) {
-    error = "the reference runtime or the trace sink cannot be opened";
+    error = "the runtime or the trace sink cannot be opened";
     return false;
   }
-  auto recorder = vtrace::recorder::RecordingRuntime::create(std::move(runtime), "reference",
+  auto recorder = vtrace::recorder::RecordingRuntime::create(std::move(runtime), runtime_name,
                                                              std::move(sink), std::move(options));
   if (!recorder) {
     error = recorder.error().message();
@@ -124,13 +140,15 @@ bool run_recorded(const wl::WorkloadSpec& spec, std::unique_ptr<vs::ByteSink> si
 
 bool run_recorded_file(const wl::WorkloadSpec& spec, const std::filesystem::path& path,
                        vtrace::recorder::RecorderOptions options, std::string& error,
-                       std::uint64_t* file_bytes = nullptr) {
+                       std::uint64_t* file_bytes = nullptr,
+                       const std::string& runtime_name = "reference") {
   auto sink = vs::open_file_sink(path);
   if (!sink) {
     error = sink.error().message;
     return false;
   }
-  return run_recorded(spec, std::move(*sink), std::move(options), error, file_bytes);
+  return run_recorded(spec, std::move(*sink), std::move(options), error, file_bytes,
+                      runtime_name);
 }
 
 double median(std::vector<double> v) {
@@ -252,5 +270,77 @@ void BM_Recorder_DecodeOverhead(benchmark::State& state) {
   state.counters["recorded_over_raw_paired"] = median(paired);
 }
 BENCHMARK(BM_Recorder_DecodeOverhead)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(5);
+
+// Writes seeded f16 weights for `o` (the decode workload's tensor names and shapes) to `path`;
+// returns their bytes, 0 on failure.
+std::uint64_t write_decode_weights(const wl::DecodeOptions& o, const std::filesystem::path& path) {
+  std::vector<rt::TensorToWrite> tensors;
+  std::uint64_t bytes = 0;
+  std::uint32_t state = 12345;
+  const auto make = [&](std::string name, std::uint64_t out, std::uint64_t in) {
+    std::vector<std::uint8_t> data(out * in * 2);
+    for (std::size_t i = 0; i < data.size(); i += 2) {
+      state = state * 1664525u + 1013904223u;
+      // Small finite values: exponent field 8..12 keeps them far from overflow.
+      const auto bits = static_cast<std::uint16_t>((state >> 16) & 0x83FFu) |
+                        static_cast<std::uint16_t>((8u + (state >> 28) % 5u) << 10);
+      data[i] = static_cast<std::uint8_t>(bits & 0xFF);
+      data[i + 1] = static_cast<std::uint8_t>(bits >> 8);
+    }
+    bytes += data.size();
+    tensors.push_back({std::move(name), rt::ElementType::kF16, {out, in}, std::move(data)});
+  };
+  for (std::uint32_t layer = 0; layer < o.layers; ++layer) {
+    make("layers." + std::to_string(layer) + ".up.weight", o.ffn, o.hidden);
+    make("layers." + std::to_string(layer) + ".down.weight", o.hidden, o.ffn);
+  }
+  make("head.weight", o.hidden, o.hidden);
+  return rt::write_safetensors(path, tensors) ? bytes : 0;
+}
+
+void BM_Recorder_CpuSteadyState(benchmark::State& state) {
+  wl::WorkloadSpec spec = decode_spec();
+  spec.decode.hidden = 1024;
+  spec.decode.ffn = 4096;
+  spec.decode.layers = 4;
+  const auto weights = std::filesystem::temp_directory_path() /
+                       ("vtrace_bench_recorder_" + std::to_string(::getpid()) + "_w.safetensors");
+  const std::uint64_t weight_bytes = write_decode_weights(spec.decode, weights);
+  if (weight_bytes == 0) return state.SkipWithError("writing the weights failed");
+  spec.decode.weights = weights;
+  wl::WorkloadSpec one = spec;
+  one.decode.steps = 1;
+  wl::WorkloadSpec many = spec;
+  many.decode.steps = 65;
+  const auto path = temp_trace("cpu");
+  std::array<std::vector<double>, 4> seconds;  // raw 1, raw 65, recorded 1, recorded 65
+  std::string error;
+  std::size_t round = 0;
+  for (auto _ : state) {
+    for (std::size_t k = 0; k < 4; ++k) {
+      const std::size_t which = (round + k) % 4;
+      const wl::WorkloadSpec& s = which % 2 == 0 ? one : many;
+      const auto t0 = Clock::now();
+      const bool ok = which < 2 ? run_raw(s, error, "cpu")
+                                : run_recorded_file(s, path, cli_options(s), error, nullptr, "cpu");
+      if (!ok) return state.SkipWithError(error.c_str());
+      seconds[which].push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+    }
+    ++round;
+  }
+  std::filesystem::remove(path);
+  std::filesystem::remove(weights);
+  const double raw1 = median(seconds[0]);
+  const double raw65 = median(seconds[1]);
+  const double rec1 = median(seconds[2]);
+  const double rec65 = median(seconds[3]);
+  state.counters["raw_step_ms"] = (raw65 - raw1) / 64 * 1e3;
+  state.counters["recorded_step_ms"] = (rec65 - rec1) / 64 * 1e3;
+  state.counters["step_overhead"] = raw65 > raw1 ? (rec65 - rec1) / (raw65 - raw1) : 0;
+  state.counters["weights_mb"] = static_cast<double>(weight_bytes) / 1e6;
+  state.counters["weights_recording_mb_per_s"] =
+      rec1 > raw1 ? static_cast<double>(weight_bytes) / 1e6 / (rec1 - raw1) : 0;
+}
+BENCHMARK(BM_Recorder_CpuSteadyState)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(7);
 
 }  // namespace

@@ -11,7 +11,87 @@ namespace vtrace::schema {
 namespace {
 
 // The fb enums are declared with the runtime enums' numeric values (vtrace.fbs), so conversion is
-// a cast plus a range check on the way in.
+// a cast plus a range check on the way in. Each pair is tied here, enumerator by enumerator, and
+// the fb enum must end where the listed runtime values end: renumbering or adding a value on one
+// side only fails to compile (tests/schema/enum_pairs_test.cpp checks that the runtime enums have no
+// value beyond fb's MAX and that the names agree).
+#define VTRACE_SAME(Enum, FbValue, RtValue)                                        \
+  static_assert(static_cast<int>(fb::Enum::FbValue) ==                             \
+                    static_cast<int>(runtime::Enum::RtValue),                      \
+                "vtrace.fbs " #Enum "::" #FbValue " differs from runtime " #RtValue);
+#define VTRACE_LAST(Enum, FbValue)                                                 \
+  static_assert(fb::Enum::MAX == fb::Enum::FbValue, "vtrace.fbs " #Enum " has values the runtime lacks");
+VTRACE_SAME(DeviceClass, Host, kHost)
+VTRACE_SAME(DeviceClass, Accelerator, kAccelerator)
+VTRACE_SAME(DeviceClass, Reference, kReference)
+VTRACE_LAST(DeviceClass, Reference)
+VTRACE_SAME(ElementType, Bool, kBool)
+VTRACE_SAME(ElementType, U8, kU8)
+VTRACE_SAME(ElementType, U32, kU32)
+VTRACE_SAME(ElementType, I8, kI8)
+VTRACE_SAME(ElementType, I32, kI32)
+VTRACE_SAME(ElementType, F16, kF16)
+VTRACE_SAME(ElementType, Bf16, kBf16)
+VTRACE_SAME(ElementType, F32, kF32)
+VTRACE_LAST(ElementType, F32)
+VTRACE_SAME(BufferUsage, Weights, kWeights)
+VTRACE_SAME(BufferUsage, Activations, kActivations)
+VTRACE_SAME(BufferUsage, State, kState)
+VTRACE_SAME(BufferUsage, Persistent, kPersistent)
+VTRACE_SAME(BufferUsage, Binding, kBinding)
+VTRACE_SAME(BufferUsage, Scratch, kScratch)
+VTRACE_SAME(BufferUsage, Transfer, kTransfer)
+VTRACE_LAST(BufferUsage, Transfer)
+VTRACE_SAME(StreamState, Ready, kReady)
+VTRACE_SAME(StreamState, Recording, kRecording)
+VTRACE_SAME(StreamState, Submitted, kSubmitted)
+VTRACE_SAME(StreamState, Failed, kFailed)
+VTRACE_LAST(StreamState, Failed)
+VTRACE_SAME(AttentionExecutionPolicy, Auto, kAuto)
+VTRACE_SAME(AttentionExecutionPolicy, Portable, kPortable)
+VTRACE_SAME(AttentionExecutionPolicy, NativeAdaptive, kNativeAdaptive)
+VTRACE_LAST(AttentionExecutionPolicy, NativeAdaptive)
+VTRACE_SAME(CommandPhase, Initialization, kInitialization)
+VTRACE_SAME(CommandPhase, DynamicBinding, kDynamicBinding)
+VTRACE_SAME(CommandPhase, Compute, kCompute)
+VTRACE_SAME(CommandPhase, ResultBinding, kResultBinding)
+VTRACE_LAST(CommandPhase, ResultBinding)
+VTRACE_SAME(BatchingForm, Scalar, kScalar)
+VTRACE_SAME(BatchingForm, Packed, kPacked)
+VTRACE_SAME(BatchingForm, ParticipantLoop, kParticipantLoop)
+VTRACE_LAST(BatchingForm, ParticipantLoop)
+VTRACE_SAME(ExecutionPath, Eager, kEager)
+VTRACE_SAME(ExecutionPath, Replayed, kReplayed)
+VTRACE_LAST(ExecutionPath, Replayed)
+VTRACE_SAME(TimingMode, Off, kOff)
+VTRACE_SAME(TimingMode, Completion, kCompletion)
+VTRACE_SAME(TimingMode, Replay, kReplay)
+VTRACE_SAME(TimingMode, Kernel, kKernel)
+VTRACE_SAME(TimingMode, Verification, kVerification)
+VTRACE_LAST(TimingMode, Verification)
+VTRACE_SAME(ComputePathRequirement, Adaptive, kAdaptive)
+VTRACE_SAME(ComputePathRequirement, EagerOnly, kEagerOnly)
+VTRACE_SAME(ComputePathRequirement, ReplayedOnly, kReplayedOnly)
+VTRACE_SAME(ComputePathRequirement, ReplayedWithDeclaredEagerBoundaries,
+            kReplayedWithDeclaredEagerBoundaries)
+VTRACE_LAST(ComputePathRequirement, ReplayedWithDeclaredEagerBoundaries)
+VTRACE_SAME(AttributionRequirement, None, kNone)
+VTRACE_SAME(AttributionRequirement, LogicalExecutionPath, kLogicalExecutionPath)
+VTRACE_LAST(AttributionRequirement, LogicalExecutionPath)
+VTRACE_SAME(VNextErrorKind, InvalidIdentity, kInvalidIdentity)
+VTRACE_SAME(VNextErrorKind, InvalidExecutionPlan, kInvalidExecutionPlan)
+VTRACE_SAME(VNextErrorKind, Serialization, kSerialization)
+VTRACE_LAST(VNextErrorKind, Serialization)
+VTRACE_SAME(ReusableExecutionCatalogLifetime, StartupSealed, kStartupSealed)
+VTRACE_SAME(ReusableExecutionCatalogLifetime, OnDemandBounded, kOnDemandBounded)
+VTRACE_LAST(ReusableExecutionCatalogLifetime, OnDemandBounded)
+VTRACE_SAME(ReusableExecutionState, Unsupported, kUnsupported)
+VTRACE_SAME(ReusableExecutionState, Preparing, kPreparing)
+VTRACE_SAME(ReusableExecutionState, Ready, kReady)
+VTRACE_LAST(ReusableExecutionState, Ready)
+#undef VTRACE_SAME
+#undef VTRACE_LAST
+
 template <typename To, typename From>
 To cast_enum(From v) {
   return static_cast<To>(static_cast<std::underlying_type_t<From>>(v));
