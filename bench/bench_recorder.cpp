@@ -44,6 +44,7 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -53,6 +54,7 @@
 #include <zstd.h>
 
 #include "vtrace/recorder/recording_runtime.h"
+#include "vtrace/runtime/f16.h"
 #include "vtrace/runtime/registry.h"
 #include "vtrace/runtime/safetensors.h"
 #include "vtrace/schema/byte_io.h"
@@ -279,11 +281,12 @@ std::uint64_t write_decode_weights(const wl::DecodeOptions& o, const std::filesy
   std::uint32_t state = 12345;
   const auto make = [&](std::string name, std::uint64_t out, std::uint64_t in) {
     std::vector<std::uint8_t> data(out * in * 2);
+    // Uniform in +-sqrt(3/in), as the workload's own weights: activations keep unit variance.
+    const float scale = std::sqrt(3.0f / static_cast<float>(in));
     for (std::size_t i = 0; i < data.size(); i += 2) {
       state = state * 1664525u + 1013904223u;
-      // Small finite values: exponent field 8..12 keeps them far from overflow.
-      const auto bits = static_cast<std::uint16_t>((state >> 16) & 0x83FFu) |
-                        static_cast<std::uint16_t>((8u + (state >> 28) % 5u) << 10);
+      const float u = static_cast<float>(state >> 8) / 16777216.0f;
+      const std::uint16_t bits = rt::f32_to_f16((2.0f * u - 1.0f) * scale);
       data[i] = static_cast<std::uint8_t>(bits & 0xFF);
       data[i + 1] = static_cast<std::uint8_t>(bits >> 8);
     }
