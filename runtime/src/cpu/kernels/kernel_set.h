@@ -21,6 +21,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 
 namespace vtrace::runtime::cpu::kernels {
 
@@ -41,6 +42,21 @@ struct KernelSet {
   void (*add)(float* left, const float* right, std::size_t n) = nullptr;
   void (*store_output)(const float* acc, std::uint8_t* out, std::size_t n) = nullptr;
 };
+
+// Fills set.micro from an instruction path's micro-kernel template: Micro::get<MR, NP>() returns
+// its kernel for MR rows x NP panels (each file wraps its own `micro<MR, NP>` in such a struct).
+template <typename Micro, std::size_t... Row>
+void fill_micro(KernelSet& set, std::index_sequence<Row...> /*rows*/ = {}) {
+  if constexpr (sizeof...(Row) == 0) {
+    fill_micro<Micro>(set, std::make_index_sequence<kMaxMr>{});
+  } else {
+    ((set.micro[Row][0] = Micro::template get<Row + 1, 1>(),
+      set.micro[Row][1] = Micro::template get<Row + 1, 2>(),
+      set.micro[Row][2] = Micro::template get<Row + 1, 3>(),
+      set.micro[Row][3] = Micro::template get<Row + 1, 4>()),
+     ...);
+  }
+}
 
 // Each defined in its own file; only call the one whose ISA is supported (isa_supported).
 const KernelSet& portable_kernel_set();  // kernels_portable.cpp

@@ -57,23 +57,18 @@ VTRACE_AVX512 void micro(const float* a, std::size_t lda, const float* b,
   }
 }
 
-template <std::size_t MR>
-void fill_row(KernelSet& set) {
-  set.micro[MR - 1][0] = &micro<MR, 1>;
-  set.micro[MR - 1][1] = &micro<MR, 2>;
-  set.micro[MR - 1][2] = &micro<MR, 3>;
-  set.micro[MR - 1][3] = &micro<MR, 4>;
-}
+// The micro-kernels of this path, for fill_micro (kernel_set.h).
+struct Micro {
+  template <std::size_t MR, std::size_t NP>
+  static MicroFn get() {
+    return &micro<MR, NP>;
+  }
+};
 
 KernelSet make_set() {
   KernelSet set = avx2_kernel_set();  // convert, pack (takes nr), add, store_output
   set.nr = kNr;
-  fill_row<1>(set);
-  fill_row<2>(set);
-  fill_row<3>(set);
-  fill_row<4>(set);
-  fill_row<5>(set);
-  fill_row<6>(set);
+  fill_micro<Micro>(set);
   return set;
 }
 

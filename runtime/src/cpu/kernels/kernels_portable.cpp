@@ -74,13 +74,13 @@ void store_output(const float* acc, std::uint8_t* out, std::size_t n) {
   }
 }
 
-template <std::size_t MR>
-void fill_row(KernelSet& set) {
-  set.micro[MR - 1][0] = &micro<MR, 1>;
-  set.micro[MR - 1][1] = &micro<MR, 2>;
-  set.micro[MR - 1][2] = &micro<MR, 3>;
-  set.micro[MR - 1][3] = &micro<MR, 4>;
-}
+// The micro-kernels of this path, for fill_micro (kernel_set.h).
+struct Micro {
+  template <std::size_t MR, std::size_t NP>
+  static MicroFn get() {
+    return &micro<MR, NP>;
+  }
+};
 
 KernelSet make_set() {
   KernelSet set;
@@ -89,12 +89,7 @@ KernelSet make_set() {
   for (std::size_t i = 0; i < kMaxMr; ++i) set.np_for_mr[i] = np[i];
   set.convert_input = &convert_input;
   set.pack_weight = &pack_weight;
-  fill_row<1>(set);
-  fill_row<2>(set);
-  fill_row<3>(set);
-  fill_row<4>(set);
-  fill_row<5>(set);
-  fill_row<6>(set);
+  fill_micro<Micro>(set);
   set.add = &add;
   set.store_output = &store_output;
   return set;
