@@ -3,6 +3,10 @@
 // optional-method defaults of spec 5.2.
 #include "conformance/conformance.h"
 
+#include <functional>
+#include <random>
+#include <thread>
+
 #include "vtrace/runtime/static_weights.h"
 
 using namespace vtrace::conformance;
@@ -503,4 +507,85 @@ TEST_CASE("submission attribution is absent unless the batch required it", "[con
   REQUIRE(fence.has_value());
   REQUIRE(runtime->wait_fence(**fence).has_value());
   CHECK_FALSE(runtime->submission_attribution(**fence).has_value());
+}
+
+TEST_CASE("submits from several threads, each on its own stream, compute as if alone",
+          "[conformance][threads]") {
+  // Every method may be called concurrently, one stream per thread (device_runtime.h). Four
+  // threads each upload their own input and weight, run a dense linear over k = 1024 (four
+  // split-k blocks) and read back, 8 rounds each; the assertions run on this thread only
+  // (Catch2 v2 is not thread-safe).
+  VTRACE_CONFORMANCE_OPEN(runtime, "device.conformance.threads.0");
+  constexpr std::size_t kThreads = 4;
+  constexpr std::size_t kRounds = 8;
+  constexpr std::uint64_t kRows = 3, kIn = 1024, kOut = 40;
+  struct Lane {
+    rt::StreamPtr stream;
+    DenseBuffers buffers;
+    std::vector<std::vector<std::uint8_t>> inputs, weights, outputs;
+    std::string failure;
+  };
+  std::vector<Lane> lanes(kThreads);
+  std::mt19937_64 rng(2026);
+  std::normal_distribution<float> gaussian(0.0f, 1.0f);
+  const auto random_f16 = [&](std::size_t n) {
+    std::vector<float> values(n);
+    for (auto& v : values) v = gaussian(rng);
+    return rt::testing::f16_bytes(values);
+  };
+  for (auto& lane : lanes) {
+    lane.stream = stream_of(*runtime);
+    lane.buffers = dense_buffers(*runtime, kRows, kIn, kOut);
+    for (std::size_t r = 0; r < kRounds; ++r) {
+      lane.inputs.push_back(random_f16(kRows * kIn));
+      lane.weights.push_back(random_f16(kOut * kIn));
+    }
+  }
+  const auto run_lane = [&runtime](Lane& lane) {
+    const auto fail = [&lane](const std::string& what) {
+      if (lane.failure.empty()) lane.failure = what;
+    };
+    for (std::size_t r = 0; r < kRounds && lane.failure.empty(); ++r) {
+      rt::CommandBatch batch;
+      auto in = rt::HostTransferLayout::create(rt::ElementType::kF16, kRows * kIn);
+      auto w = rt::HostTransferLayout::create(rt::ElementType::kF16, kOut * kIn);
+      auto up_in = runtime->encode_upload(lane.inputs[r], *in, *lane.buffers.input, 0);
+      auto up_w = runtime->encode_upload(lane.weights[r], *w, *lane.buffers.weight, 0);
+      const rt::DenseLinearLaunch launch = lane.buffers.launch();
+      auto dense = runtime->encode_dense_linear({{&launch, 1}, 1, kRows});
+      if (!up_in || !up_w || !dense) return fail("encode failed");
+      batch.push(std::move(*up_in));
+      batch.push(std::move(*up_w));
+      batch.push(std::move(*dense));
+      auto fence = runtime->submit(*lane.stream, std::move(batch));
+      if (!fence || !runtime->wait_fence(**fence)) return fail("submit or wait failed");
+      auto out_layout = rt::HostTransferLayout::create(rt::ElementType::kF16, kRows * kOut);
+      auto whole = rt::CopyRegion::create(0, 0, kRows * kOut * 2);
+      auto bytes = runtime->readback(*lane.stream, *lane.buffers.output, *whole, *out_layout);
+      if (!bytes) return fail("readback failed");
+      lane.outputs.push_back(std::move(*bytes));
+    }
+  };
+  const rt::CounterSnapshot before = counters(*runtime);
+  {
+    std::vector<std::thread> threads;
+    for (auto& lane : lanes) threads.emplace_back(run_lane, std::ref(lane));
+    for (auto& thread : threads) thread.join();
+  }
+  for (std::size_t t = 0; t < kThreads; ++t) {
+    INFO("thread " << t);
+    CHECK(lanes[t].failure.empty());
+    REQUIRE(lanes[t].outputs.size() == kRounds);
+    for (std::size_t r = 0; r < kRounds; ++r) {
+      INFO("round " << r);
+      CHECK(lanes[t].outputs[r] ==
+            traits().model(lanes[t].inputs[r], lanes[t].weights[r], kRows, kIn, kOut));
+    }
+  }
+  const rt::CounterSnapshot after = counters(*runtime);
+  CHECK(after.submissions - before.submissions == kThreads * kRounds);
+  CHECK(after.commands - before.commands == 3 * kThreads * kRounds);
+  CHECK(after.dense_linear_launches - before.dense_linear_launches == kThreads * kRounds);
+  CHECK(after.uploaded_bytes - before.uploaded_bytes == kThreads * kRounds * (kRows + kOut) * kIn * 2);
+  CHECK(after.readback_bytes - before.readback_bytes == kThreads * kRounds * kRows * kOut * 2);
 }
