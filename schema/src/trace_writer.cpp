@@ -1,6 +1,12 @@
 // The writer: the calling thread appends records to `chunk_`; a worker thread owns the zstd
 // context and the sink. Hand-over points (chunk full, flush(), frame end) depend only on the call
 // sequence, which is what makes the output byte-identical for identical calls.
+//
+// A second thread, the pre-compressor, helps only when there is a backlog: while the worker is
+// busy with one job, it compresses the next whole frame waiting in the queue with its own zstd
+// context (same parameters, one-shot ZSTD_compress2 per frame, so the bytes are those the worker
+// would have made); the worker then writes that frame as is. Frames are written in queue order by
+// the worker alone, so the file is the same whichever thread compressed which frame.
 #include "vtrace/schema/trace_writer.h"
 
 #include <algorithm>
@@ -46,6 +52,13 @@ struct Job {
   ZSTD_EndDirective directive = ZSTD_e_continue;
   FrameMeta meta;    // meaningful when directive == ZSTD_e_end
   bool raw = false;  // written as is (the header frame), not compressed
+  bool whole = false;  // a whole frame in one job (no flush point): one ZSTD_compress2 call
+  // The pre-compressor's work on a whole frame (guarded by mu; `compressed` is written by the
+  // thread that set kRunning, read by the worker once kDone).
+  enum class Pre : std::uint8_t { kNone, kRunning, kDone } pre = Pre::kNone;
+  std::vector<std::uint8_t> compressed;
+  XXH128_hash_t compressed_hash{};
+  std::optional<TraceError> pre_error;
 };
 
 struct StoredBlob {
@@ -80,10 +93,14 @@ struct TraceWriter::Impl {
   std::deque<Job> queue;
   std::uint64_t queued_bytes = 0;
   bool worker_busy = false;
+  bool worker_compressing = false;  // the worker compresses the job it took (not pre-compressed)
   bool stopping = false;
   bool closed = false;
   std::optional<TraceError> error;   // the first failure; the writer is stopped once set
   std::vector<std::vector<std::uint8_t>> spare;  // recycled job buffers
+  std::vector<std::vector<std::uint8_t>> spare_out;  // recycled compressed-frame buffers
+  bool frame_streaming = false;  // a part of the frame being filled was handed over (flush)
+  std::condition_variable cv_pre;  // the pre-compressor: a job is queued, one finished, or stop
   std::unordered_map<BlobId, StoredBlob, BlobIdHash> blobs;
   TraceWriteStats stats;
   std::uint64_t payload_stored_bytes = 0;
@@ -95,14 +112,18 @@ struct TraceWriter::Impl {
   // --- worker only
   ZSTD_CCtx* cctx = nullptr;
   XXH3_state_t* compressed_state = nullptr;
-  std::vector<std::uint8_t> whole_out;  // output of one-shot frames
   bool in_frame = false;
   std::uint64_t frame_offset = 0;
   std::vector<std::uint8_t> out;
   std::thread worker;
 
+  // --- pre-compressor only
+  ZSTD_CCtx* pre_cctx = nullptr;
+  std::thread pre_worker;
+
   ~Impl() {
     ZSTD_freeCCtx(cctx);
+    ZSTD_freeCCtx(pre_cctx);
     XXH3_freeState(content_state);
     XXH3_freeState(compressed_state);
   }
@@ -113,10 +134,11 @@ struct TraceWriter::Impl {
                                   sink->describe(), error ? error->message : "closed"));
   }
 
-  // Called with mu held. Hands the current chunk to the worker; blocks while more than one frame's
-  // worth of records is already waiting (the memory bound).
+  // Called with mu held. Hands the current chunk to the worker; blocks while more than two frames'
+  // worth of records is already waiting (the memory bound: one frame for each of the two threads
+  // that compress, so the pre-compressor can work while the worker does).
   void submit_locked(std::unique_lock<std::mutex>& lk, ZSTD_EndDirective directive) {
-    const std::uint64_t cap = options.frame_target_bytes;
+    const std::uint64_t cap = 2 * options.frame_target_bytes;
     cv_done.wait(lk, [&] { return error.has_value() || queued_bytes <= cap; });
     // The content hash is taken on the appending thread (the lighter load), record by record
     // while the bytes are still in cache (hash_record_locked); here it is only finished.
@@ -128,6 +150,8 @@ struct TraceWriter::Impl {
     job.data = std::move(chunk);
     job.directive = directive;
     job.meta = frame;
+    job.whole = directive == ZSTD_e_end && !frame_streaming;
+    frame_streaming = directive != ZSTD_e_end;
     if (!spare.empty()) {
       chunk = std::move(spare.back());
       spare.pop_back();
@@ -140,6 +164,7 @@ struct TraceWriter::Impl {
     queued_bytes += job.data.size();
     queue.push_back(std::move(job));
     cv_work.notify_one();
+    cv_pre.notify_one();
   }
 
   // A frame's worth up front: growing a 2 MiB chunk by doubling would copy it several times.
@@ -192,7 +217,7 @@ struct TraceWriter::Impl {
       file_pos += job.data.size();
       return {};
     }
-    if (!in_frame && job.directive == ZSTD_e_end) return process_whole_frame(job);
+    if (job.whole) return process_whole_frame(job);
     if (!in_frame) {
       ZSTD_CCtx_reset(cctx, ZSTD_reset_session_only);
       XXH3_128bits_reset(compressed_state);
@@ -216,42 +241,107 @@ struct TraceWriter::Impl {
     if (job.directive != ZSTD_e_continue) {
       if (auto f = sink->flush(); !f) return f;
     }
-    if (job.directive == ZSTD_e_end) record_frame(job.meta);
+    if (job.directive == ZSTD_e_end) record_frame(job.meta, XXH3_128bits_digest(compressed_state));
     return {};
   }
 
-  TraceResult<void> process_whole_frame(Job& job) {
-    whole_out.resize(ZSTD_compressBound(job.data.size()));
-    const std::size_t n = ZSTD_compress2(cctx, whole_out.data(), whole_out.size(),
+  // Compresses a whole frame into `job.compressed` with `context` (the worker's or the
+  // pre-compressor's: same parameters, so the same bytes) and hashes the result.
+  TraceResult<void> compress_whole(Job& job, ZSTD_CCtx* context, std::vector<std::uint8_t> out_buffer,
+                                   XXH3_state_t* hash_state) const {
+    out_buffer.resize(ZSTD_compressBound(job.data.size()));
+    const std::size_t n = ZSTD_compress2(context, out_buffer.data(), out_buffer.size(),
                                          job.data.data(), job.data.size());
     if (ZSTD_isError(n)) {
       return std::unexpected(make_error(
-          TraceErrorKind::kIo, fmt::format("zstd cannot compress frame {} of {}: {}",
-                                           frames.size(), sink->describe(), ZSTD_getErrorName(n))));
+          TraceErrorKind::kIo, fmt::format("zstd cannot compress a frame of {}: {}",
+                                           sink->describe(), ZSTD_getErrorName(n))));
     }
-    XXH3_128bits_reset(compressed_state);
-    XXH3_128bits_update(compressed_state, whole_out.data(), n);
+    out_buffer.resize(n);
+    XXH3_128bits_reset(hash_state);
+    XXH3_128bits_update(hash_state, out_buffer.data(), n);
+    job.compressed_hash = XXH3_128bits_digest(hash_state);
+    job.compressed = std::move(out_buffer);
+    return {};
+  }
+
+  std::vector<std::uint8_t> take_out_buffer_locked() {
+    if (spare_out.empty()) return {};
+    auto buffer = std::move(spare_out.back());
+    spare_out.pop_back();
+    return buffer;
+  }
+
+  TraceResult<void> process_whole_frame(Job& job) {
+    if (job.pre != Job::Pre::kDone) {
+      std::vector<std::uint8_t> buffer;
+      {
+        std::lock_guard lk(mu);
+        buffer = take_out_buffer_locked();
+      }
+      if (auto r = compress_whole(job, cctx, std::move(buffer), compressed_state); !r) return r;
+    } else if (job.pre_error) {
+      return std::unexpected(*job.pre_error);
+    }
+    const std::size_t n = job.compressed.size();
     {
       std::lock_guard lk(mu);
       frame_offset = file_pos;
     }
-    if (auto r = sink->write(std::span<const std::uint8_t>(whole_out.data(), n)); !r) return r;
+    if (auto r = sink->write(std::span<const std::uint8_t>(job.compressed.data(), n)); !r) return r;
     if (auto r = sink->flush(); !r) return r;
     {
       std::lock_guard lk(mu);
       file_pos += n;
     }
-    record_frame(job.meta);
+    record_frame(job.meta, job.compressed_hash);
     return {};
   }
 
-  void record_frame(const FrameMeta& meta) {
+  void record_frame(const FrameMeta& meta, const XXH128_hash_t& compressed_hash) {
     std::lock_guard lk(mu);
     frames.emplace_back(frame_offset, file_pos - frame_offset, meta.content_bytes,
                         meta.first_event, meta.event_count, meta.blob_count,
-                        to_fb(meta.content_hash), to_fb(XXH3_128bits_digest(compressed_state)));
+                        to_fb(meta.content_hash), to_fb(compressed_hash));
     stats.frames = frames.size();
     in_frame = false;
+  }
+
+  // The pre-compressor: the first whole frame waiting behind the one the worker is on.
+  void run_pre() {
+    XXH3_state_t* hash_state = XXH3_createState();
+    std::unique_lock lk(mu);
+    for (;;) {
+      Job* next = nullptr;
+      cv_pre.wait(lk, [&] {
+        if (stopping && queue.empty()) return true;
+        if (error || hash_state == nullptr) return stopping;
+        // Only a frame the worker will not reach first: the front one while the worker
+        // compresses a job of its own, or one behind a job the worker will compress. (A frame
+        // behind a pre-compressed one would make the worker wait for this thread again.)
+        for (std::size_t i = 0; i < queue.size(); ++i) {
+          const bool beside = i == 0 ? worker_compressing : queue[i - 1].pre == Job::Pre::kNone;
+          if (beside && queue[i].whole && queue[i].pre == Job::Pre::kNone) {
+            next = &queue[i];
+            return true;
+          }
+        }
+        return stopping;
+      });
+      if (next == nullptr) break;
+      next->pre = Job::Pre::kRunning;
+      std::vector<std::uint8_t> buffer = take_out_buffer_locked();
+      lk.unlock();
+      // deque::push_back and pop_front keep references to the other elements valid, and the
+      // worker waits for a kRunning job before it takes it: `next` stays put.
+      auto r = compress_whole(*next, pre_cctx, std::move(buffer), hash_state);
+      lk.lock();
+      if (!r) next->pre_error = r.error();
+      next->pre = Job::Pre::kDone;
+      cv_work.notify_all();
+    }
+    lk.unlock();
+    XXH3_freeState(hash_state);
   }
 
   void run() {
@@ -271,6 +361,7 @@ struct TraceWriter::Impl {
             job.data = std::move(chunk);
             chunk = {};
             job.directive = ZSTD_e_flush;
+            frame_streaming = true;
             queued_bytes += job.data.size();
             queue.push_back(std::move(job));
           }
@@ -278,18 +369,29 @@ struct TraceWriter::Impl {
         continue;
       }
       if (queue.empty()) break;  // stopping and drained
+      if (queue.front().pre == Job::Pre::kRunning) {
+        // The pre-compressor is on it: wait rather than compress it twice.
+        cv_work.wait(lk, [&] { return queue.front().pre != Job::Pre::kRunning; });
+      }
       Job job = std::move(queue.front());
       queue.pop_front();
       worker_busy = true;
+      worker_compressing = !job.raw && job.pre != Job::Pre::kDone;
+      if (worker_compressing) cv_pre.notify_one();  // the next frame may be compressed beside it
       const bool skip = error.has_value();
       lk.unlock();
       TraceResult<void> r;
       if (!skip) r = process(job);
       lk.lock();
       worker_busy = false;
+      worker_compressing = false;
       queued_bytes -= job.data.size();
       job.data.clear();
       if (spare.size() < 4) spare.push_back(std::move(job.data));
+      if (spare_out.size() < 2 && job.compressed.capacity() > 0) {
+        job.compressed.clear();
+        spare_out.push_back(std::move(job.compressed));
+      }
       if (!r) fail_locked(std::move(r.error()));
       cv_done.notify_all();
     }
@@ -404,8 +506,14 @@ TraceResult<std::unique_ptr<TraceWriter>> TraceWriter::create(std::unique_ptr<By
   if (impl->cctx == nullptr || impl->content_state == nullptr || impl->compressed_state == nullptr) {
     return std::unexpected(make_error(TraceErrorKind::kIo, "cannot allocate the zstd context"));
   }
-  ZSTD_CCtx_setParameter(impl->cctx, ZSTD_c_compressionLevel, options.zstd_level);
-  ZSTD_CCtx_setParameter(impl->cctx, ZSTD_c_checksumFlag, 1);
+  impl->pre_cctx = ZSTD_createCCtx();
+  if (impl->pre_cctx == nullptr) {
+    return std::unexpected(make_error(TraceErrorKind::kIo, "cannot allocate the zstd context"));
+  }
+  for (ZSTD_CCtx* context : {impl->cctx, impl->pre_cctx}) {
+    ZSTD_CCtx_setParameter(context, ZSTD_c_compressionLevel, options.zstd_level);
+    ZSTD_CCtx_setParameter(context, ZSTD_c_checksumFlag, 1);
+  }
   impl->out.resize(ZSTD_CStreamOutSize());
   impl->chunk.reserve(impl->chunk_reserve());
   if (auto r = impl->queue_header(header); !r) {
@@ -414,6 +522,7 @@ TraceResult<std::unique_ptr<TraceWriter>> TraceWriter::create(std::unique_ptr<By
   }
   Impl* raw = impl.get();
   impl->worker = std::thread([raw] { raw->run(); });
+  impl->pre_worker = std::thread([raw] { raw->run_pre(); });
   return std::unique_ptr<TraceWriter>(new TraceWriter(std::move(impl)));
 }
 
@@ -519,8 +628,10 @@ TraceResult<TraceWriteStats> TraceWriter::close(std::span<const std::uint8_t> su
   m.closed = true;
   m.stopping = true;
   m.cv_work.notify_all();
+  m.cv_pre.notify_all();
   lk.unlock();
   if (m.worker.joinable()) m.worker.join();
+  if (m.pre_worker.joinable()) m.pre_worker.join();
   lk.lock();
   if (m.error) return std::unexpected(*m.error);
   if (auto r = m.write_footer(summary); !r) {
