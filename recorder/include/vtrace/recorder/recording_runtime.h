@@ -162,7 +162,7 @@ class RecordingRuntime final : public runtime::DeviceRuntime {
   std::optional<runtime::SubmissionAttribution> submission_attribution(
       const runtime::Fence& fence) const override;
 
-  struct State;  // shared with the handle wrappers (recording_runtime.cpp)
+  struct State;  // shared with the handle wrappers (recorder/src/recorder_state.h)
 
  private:
   explicit RecordingRuntime(std::unique_ptr<State> state);

@@ -1,0 +1,187 @@
+// Private to vtrace_recorder: the recorder's state (RecordingRuntime::State), the handle wrappers
+// and unwrapping. The calls themselves record through the bracket of call_bracket.h, the only code
+// (with State's own members) that may touch the event builder, the ordinals and the trace writer.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <unordered_map>
+#include <vector>
+
+#include "vtrace/recorder/recording_runtime.h"
+#include "vtrace/schema/events.h"
+
+namespace vtrace::recorder {
+
+namespace detail {
+
+namespace rt = vtrace::runtime;
+namespace fb = vtrace::fb;
+
+enum Kind : std::size_t { kBuffer, kStream, kCommand, kFence, kSession, kKindCount };
+
+inline constexpr fb::ObjectKind kObjectKinds[kKindCount] = {
+    fb::ObjectKind::Buffer, fb::ObjectKind::Stream, fb::ObjectKind::Command, fb::ObjectKind::Fence,
+    fb::ObjectKind::ImportSession};
+
+inline constexpr std::size_t kEventKinds = static_cast<std::size_t>(fb::EventBody::MAX) + 1;
+
+// The blob encoding hint: the element size when the bytes are whole elements of 1, 2 or 4 bytes.
+inline std::uint32_t element_bytes_for(rt::ElementType type, std::size_t bytes) {
+  const std::uint64_t size = rt::element_size_bytes(type);
+  if ((size == 2 || size == 4) && bytes % size == 0) return static_cast<std::uint32_t>(size);
+  return 1;
+}
+
+// Handle wrappers: each owns the wrapped runtime's handle and remembers its recorder and ordinal.
+// Dropping one records the release of its kind; a command whose inner handle was consumed (by
+// submit or coalesce) was not dropped and records nothing. The destructor is defined in
+// call_bracket.h: a release is recorded through the bracket like any call.
+template <typename Handle, Kind kKind>
+class Recorded final : public Handle {
+ public:
+  Recorded(RecordingRuntime::State* s, std::uint64_t o, std::unique_ptr<Handle> in)
+      : owner(s), ordinal(o), inner(std::move(in)) {}
+  ~Recorded() override;
+  RecordingRuntime::State* owner;
+  std::uint64_t ordinal;
+  std::unique_ptr<Handle> inner;  // for commands: null once submitted or coalesced
+};
+using RecordedBuffer = Recorded<rt::Buffer, kBuffer>;
+using RecordedStream = Recorded<rt::Stream, kStream>;
+using RecordedCommand = Recorded<rt::Command, kCommand>;
+using RecordedFence = Recorded<rt::Fence, kFence>;
+
+// Unwrapping ignores the owner on purpose: a wrapper of another recorder forwards that recorder's
+// wrapped handle, so the wrapped runtime answers exactly as it would without recorders.
+inline const rt::Buffer* unwrap(const rt::Buffer* b) {
+  if (const auto* w = dynamic_cast<const RecordedBuffer*>(b)) return w->inner.get();
+  return b;
+}
+inline rt::Stream& unwrap(rt::Stream& s) {
+  if (auto* w = dynamic_cast<RecordedStream*>(&s)) return *w->inner;
+  return s;
+}
+inline const rt::Stream& unwrap(const rt::Stream& s) {
+  if (const auto* w = dynamic_cast<const RecordedStream*>(&s)) return *w->inner;
+  return s;
+}
+inline const rt::Fence& unwrap(const rt::Fence& f) {
+  if (const auto* w = dynamic_cast<const RecordedFence*>(&f)) return *w->inner;
+  return f;
+}
+inline rt::CommandPtr unwrap(rt::CommandPtr c) {
+  if (auto* w = dynamic_cast<RecordedCommand*>(c.get())) return std::move(w->inner);
+  return c;
+}
+
+// The batch handed to the wrapped runtime: same settings, entries with unwrapped commands.
+rt::CommandBatch unwrap(rt::CommandBatch batch);
+
+class Call;
+class Refs;
+class Event;
+
+}  // namespace detail
+
+struct RecordingRuntime::State {
+  // Declared first so it is destroyed last: the writer and the wrappers go before the runtime.
+  std::unique_ptr<runtime::DeviceRuntime> inner;
+  std::unique_ptr<schema::TraceWriter> writer;
+  RecorderOptions options;
+  std::string runtime_name;
+
+  // The order lock: every recorded call (and every wrapper release) holds it from its first event
+  // through the wrapped call to its last event (SubmitBegin, the flush before submit, the submit,
+  // SubmitEnd and its CounterSnapshot are one unit), so the trace order is the order the wrapped
+  // runtime ran the calls in and a replay sees the same device state at every step. Recording
+  // therefore serializes calls to the wrapped runtime, waits and flushes included. A plain mutex,
+  // not a recursive one: no wrapper with a live inner handle dies while it is held (submit and
+  // coalesce move the inner handles out of the wrappers before the emptied wrappers die, and an
+  // emptied wrapper's destructor returns before locking), so a re-entry would be a bug, and
+  // deadlocking on it in tests beats recording a release in the middle of another call's event.
+  // Taken by detail::Call (call_bracket.h) and close(). Lock order: `order`, then `mu`.
+  mutable std::mutex order;
+  // Guards the recording state below (short sections; taken alone by the queries that do not
+  // forward: events_recorded, recording_failed).
+  mutable std::mutex mu;
+  std::atomic<bool> active{true};  // false once closed or failed
+  std::optional<schema::TraceError> first_error;
+  std::optional<RecorderCloseResult> close_result;
+
+  // With `mu` held.
+  void fail_locked(const schema::TraceError& error) {
+    if (!first_error) first_error = error;
+    active.store(false);
+  }
+  // Without `mu`: stores a payload (the writer serializes itself); nullopt when not recording.
+  std::optional<schema::BlobId> put_blob(std::span<const std::uint8_t> bytes,
+                                         std::uint32_t element_bytes);
+  // Without `mu`.
+  void flush();
+
+  // The RuntimeOpened event (from wrap(), before the recorder is handed out).
+  void record_opened();
+  // With `order` and `mu` held: the summary and footer, once.
+  RecorderCloseResult close_locked();
+  std::uint64_t events_recorded() const;
+
+ private:
+  // Only the bracket builds events, and only State itself emits (ForeignObjectSeen, the summary).
+  friend class detail::Call;
+  friend class detail::Refs;
+  friend class detail::Event;
+
+  flatbuffers::FlatBufferBuilder fbb{4096};
+  std::uint64_t seq = 0;
+  std::array<std::uint64_t, detail::kKindCount> next_own{};
+  std::array<std::uint64_t, detail::kKindCount> next_foreign{};
+  std::array<std::unordered_map<const void*, std::uint64_t>, detail::kKindCount> foreign;
+  std::array<std::uint64_t, detail::kEventKinds> event_counts{};
+  std::uint64_t submits = 0;
+  std::uint64_t upload_bytes = 0;
+  std::uint64_t readback_bytes = 0;
+
+  // ---- with `mu` held ----
+
+  // Wraps `body` (built in fbb) in an Event with the next sequence number and appends it.
+  std::uint64_t emit_locked(fb::EventBody type, flatbuffers::Offset<void> body);
+
+  // The reference to a handle; a foreign one is introduced by a ForeignObjectSeen event first,
+  // built in fbb: so only detail::Refs calls it, and the bracket hands out a Refs only while fbb
+  // is empty (before the event that uses the reference is started).
+  template <typename Wrapper, typename Base>
+  fb::ObjectRef ref_locked(detail::Kind kind, const Base* handle) {
+    if (handle == nullptr) return fb::ObjectRef(0, fb::RefSpace::Null);
+    if (const auto* w = dynamic_cast<const Wrapper*>(handle); w != nullptr && w->owner == this) {
+      return fb::ObjectRef(w->ordinal, fb::RefSpace::Own);
+    }
+    auto [it, inserted] = foreign[kind].try_emplace(handle, next_foreign[kind]);
+    if (inserted) {
+      ++next_foreign[kind];
+      flatbuffers::Offset<fb::BufferDescriptor> descriptor;
+      if constexpr (std::is_same_v<Base, runtime::Buffer>) {
+        descriptor =
+            schema::build_buffer_descriptor(fbb, inner->buffer_descriptor(*detail::unwrap(handle)));
+      }
+      fb::ForeignObjectSeenBuilder b(fbb);
+      b.add_object(detail::kObjectKinds[kind]);
+      b.add_ordinal(it->second);
+      b.add_buffer_descriptor(descriptor);
+      emit_locked(fb::EventBody::ForeignObjectSeen, b.Finish().Union());
+    }
+    return fb::ObjectRef(it->second, fb::RefSpace::Foreign);
+  }
+
+  std::vector<std::uint8_t> build_summary_locked();
+};
+
+}  // namespace vtrace::recorder
