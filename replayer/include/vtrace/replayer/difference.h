@@ -1,7 +1,7 @@
 // Difference: what differs between two Observations of one step (comparator.h says when each
 // kind is found). Structured, so a report can say more than its rendered text: which field, which
 // row, how many readback elements and how far apart.
-// Thread rules: a plain value.
+// Ownership: a value (owns its strings). Thread rules: a plain value. Errors: none.
 #pragma once
 
 #include <cstdint>

@@ -10,7 +10,7 @@
 //
 // The texts are part of the replay report (docs/CLI.md shows them); changing one changes what
 // `vtrace replay` prints.
-// Thread rules: pure functions. Errors: none.
+// Ownership: returns new strings; borrows nothing. Thread rules: pure functions. Errors: none.
 #pragma once
 
 #include <string>
