@@ -156,7 +156,7 @@ void BM_Replay_DecodePlanned(benchmark::State& state) {
     auto runtime = rt::default_registry().open("reference", {.device_id = "device.vtrace.0"});
     auto aux = rt::default_registry().open("reference", {.device_id = "device.vtrace.1"});
     if (!runtime || !aux) return state.SkipWithError("the reference runtime cannot be opened");
-    matched = rp::replay_plan(*f.decode_plan, **runtime, **aux, {}).matched() && matched;
+    matched = rp::execute_plan(*f.decode_plan, **runtime, **aux, {}).matched() && matched;
   }
   if (!matched) state.SkipWithError("replay did not match");
   set_throughput(state, f.decode_events, f.decode_payload_bytes);

@@ -1,4 +1,5 @@
-// ReplayPlan::build: decode every event into a typed step, then validate references and payloads.
+// ReplayPlan::build: decode every event into a typed step, then validate references
+// (reference_check.h) and payloads.
 #include "vtrace/replayer/replay_plan.h"
 
 #include <fmt/format.h>
@@ -6,6 +7,7 @@
 #include <array>
 #include <set>
 
+#include "reference_check.h"
 #include "vtrace/schema/events.h"
 
 namespace vtrace::replayer {
@@ -157,16 +159,16 @@ TraceResult<ReplayStepBody> Decoder::decode(const fb::Event& event) const {
     case B::BufferDescriptorQueried: {
       const auto* e = event.body_as_BufferDescriptorQueried();
       VTRACE_TRY(d, lift(schema::read_buffer_descriptor(e->descriptor())));
-      return step::DescriptorQueried{ref(e->buffer()), std::move(d)};
+      return step::BufferDescriptorQueried{ref(e->buffer()), std::move(d)};
     }
     case B::BufferReleased:
-      return step::Released{ObjectKind::kBuffer, event.body_as_BufferReleased()->buffer()};
+      return step::BufferReleased{event.body_as_BufferReleased()->buffer()};
     case B::StreamReleased:
-      return step::Released{ObjectKind::kStream, event.body_as_StreamReleased()->stream()};
+      return step::StreamReleased{event.body_as_StreamReleased()->stream()};
     case B::CommandReleased:
-      return step::Released{ObjectKind::kCommand, event.body_as_CommandReleased()->command()};
+      return step::CommandReleased{event.body_as_CommandReleased()->command()};
     case B::FenceReleased:
-      return step::Released{ObjectKind::kFence, event.body_as_FenceReleased()->fence()};
+      return step::FenceReleased{event.body_as_FenceReleased()->fence()};
     case B::StreamCreated: {
       const auto* e = event.body_as_StreamCreated();
       VTRACE_TRY(out, outcome(e->error()));
@@ -274,19 +276,19 @@ TraceResult<ReplayStepBody> Decoder::decode(const fb::Event& event) const {
     case B::SubmissionAttribution: {
       const auto* e = event.body_as_SubmissionAttribution();
       VTRACE_TRY(rows, lift(schema::read_attribution(e->rows())));
-      return step::Attribution{ref(e->fence()), std::move(rows)};
+      return step::SubmissionAttribution{ref(e->fence()), std::move(rows)};
     }
     case B::QueryFence: {
       const auto* e = event.body_as_QueryFence();
       VTRACE_TRY(result, lift(schema::read_fence_query(e->result())));
-      return step::Fence{false, ref(e->fence()), std::move(result)};
+      return step::QueryFence{ref(e->fence()), std::move(result)};
     }
     case B::WaitFence: {
       const auto* e = event.body_as_WaitFence();
       VTRACE_TRY(result, lift(schema::read_fence_wait(e->result())));
       rt::FenceQuery q = result ? rt::FenceQuery(std::move(*result))
                                 : rt::FenceQuery(std::move(result.error()).into_error());
-      return step::Fence{true, ref(e->fence()), std::move(q)};
+      return step::WaitFence{ref(e->fence()), std::move(q)};
     }
     case B::Synchronize: {
       const auto* e = event.body_as_Synchronize();
@@ -401,7 +403,7 @@ TraceResult<ReplayStepBody> Decoder::decode(const fb::Event& event) const {
     case B::CounterSnapshot: {
       const auto* e = event.body_as_CounterSnapshot();
       VTRACE_TRY(counters, need(e->counters(), "counters"));
-      return step::Counters{e->after_seq(), schema::from_fb(counters)};
+      return step::CounterSnapshot{e->after_seq(), schema::from_fb(counters)};
     }
     default:
       break;
@@ -415,134 +417,6 @@ TraceResult<ReplayStepBody> Decoder::decode(const fb::Event& event) const {
 
 #undef VTRACE_TRY
 
-// Checks that every reference names an object created earlier, and collects payload ids.
-class ReferenceCheck {
- public:
-  std::optional<std::string> visit(const ReplayStepBody& body, std::vector<schema::BlobId>& blobs) {
-    return std::visit([&](const auto& s) { return check(s, blobs); }, body);
-  }
-
- private:
-  static std::size_t index(ObjectKind k) { return static_cast<std::size_t>(k); }
-  std::optional<std::string> use(const ObjectRef& r, ObjectKind k) {
-    if (r.space == ObjectRef::Space::kNull) return std::nullopt;
-    const auto& set = r.space == ObjectRef::Space::kOwn ? own_[index(k)] : foreign_[index(k)];
-    if (set.contains(r.ordinal)) return std::nullopt;
-    return fmt::format("names {} before any event created it", r.to_string(k));
-  }
-  std::optional<std::string> create(std::optional<std::uint64_t> ordinal, ObjectKind k) {
-    if (ordinal) own_[index(k)].insert(*ordinal);
-    return std::nullopt;
-  }
-  template <typename... R>
-  std::optional<std::string> all(R... results) {
-    std::optional<std::string> first;
-    ((first = first ? first : results), ...);
-    return first;
-  }
-
-  std::optional<std::string> check(const step::ForeignObjectSeen& s, auto&) {
-    foreign_[index(s.kind)].insert(s.ordinal);
-    return std::nullopt;
-  }
-  std::optional<std::string> check(const step::Admit& s, auto&) {
-    if (s.generation) permits_.insert(*s.generation);
-    return std::nullopt;
-  }
-  std::optional<std::string> check(const step::Allocate& s, auto&) {
-    if (!permits_.contains(s.generation)) {
-      return fmt::format("allocates with permit generation {}, which no Admit returned",
-                         s.generation);
-    }
-    return create(s.buffer, ObjectKind::kBuffer);
-  }
-  std::optional<std::string> check(const step::DescriptorQueried& s, auto&) {
-    return use(s.buffer, ObjectKind::kBuffer);
-  }
-  std::optional<std::string> check(const step::Released& s, auto&) {
-    return use({s.ordinal, ObjectRef::Space::kOwn}, s.kind);
-  }
-  std::optional<std::string> check(const step::StreamCreated& s, auto&) {
-    return create(s.stream, ObjectKind::kStream);
-  }
-  std::optional<std::string> check(const step::StreamStateQueried& s, auto&) {
-    return use(s.stream, ObjectKind::kStream);
-  }
-  std::optional<std::string> check(const step::EncodeCopy& s, auto&) {
-    return all(use(s.source, ObjectKind::kBuffer), use(s.destination, ObjectKind::kBuffer),
-               create(s.command, ObjectKind::kCommand));
-  }
-  std::optional<std::string> check(const step::EncodeUpload& s, auto& blobs) {
-    blobs.push_back(s.payload);
-    return all(use(s.destination, ObjectKind::kBuffer), create(s.command, ObjectKind::kCommand));
-  }
-  std::optional<std::string> check(const step::EncodeZero& s, auto&) {
-    return all(use(s.destination, ObjectKind::kBuffer), create(s.command, ObjectKind::kCommand));
-  }
-  std::optional<std::string> check(const step::EncodeDenseLinear& s, auto&) {
-    for (const auto& l : s.launches) {
-      for (const auto* r : {&l.input, &l.weight, &l.output}) {
-        if (auto bad = use(r->buffer, ObjectKind::kBuffer)) return bad;
-      }
-    }
-    return create(s.command, ObjectKind::kCommand);
-  }
-  std::optional<std::string> check(const step::SubmitBegin& s, auto&) {
-    if (auto bad = use(s.stream, ObjectKind::kStream)) return bad;
-    for (const auto& e : s.entries) {
-      if (auto bad = use(e.command, ObjectKind::kCommand)) return bad;
-    }
-    return std::nullopt;
-  }
-  std::optional<std::string> check(const step::SubmitEnd& s, auto&) {
-    if (!begins_.contains(s.begin_seq)) {
-      return fmt::format("ends submit {}, which is not a SubmitBegin before it", s.begin_seq);
-    }
-    return create(s.fence, ObjectKind::kFence);
-  }
-  std::optional<std::string> check(const step::Attribution& s, auto&) {
-    return use(s.fence, ObjectKind::kFence);
-  }
-  std::optional<std::string> check(const step::Fence& s, auto&) {
-    return use(s.fence, ObjectKind::kFence);
-  }
-  std::optional<std::string> check(const step::Synchronize& s, auto&) {
-    return use(s.stream, ObjectKind::kStream);
-  }
-  std::optional<std::string> check(const step::Readback& s, auto& blobs) {
-    if (s.payload) blobs.push_back(*s.payload);
-    return all(use(s.stream, ObjectKind::kStream), use(s.source, ObjectKind::kBuffer));
-  }
-  std::optional<std::string> check(const step::OptionalCall& s, auto& blobs) {
-    if (s.payload) blobs.push_back(*s.payload);
-    if (auto bad = all(use(s.stream, ObjectKind::kStream), use(s.buffer, ObjectKind::kBuffer),
-                       use(s.destination, ObjectKind::kBuffer))) {
-      return bad;
-    }
-    for (const auto& c : s.commands_in) {
-      if (auto bad = use(c, ObjectKind::kCommand)) return bad;
-    }
-    if (s.session) {
-      if (s.method == "begin_static_weight_import") {
-        create(s.session, ObjectKind::kImportSession);
-      } else if (auto bad = use({*s.session, ObjectRef::Space::kOwn}, ObjectKind::kImportSession)) {
-        return bad;
-      }
-    }
-    create(s.command, ObjectKind::kCommand);
-    for (const auto c : s.commands_out) create(c, ObjectKind::kCommand);
-    return std::nullopt;
-  }
-  std::optional<std::string> check(const auto&, auto&) { return std::nullopt; }
-
- public:
-  std::set<std::uint64_t> begins_;
-
- private:
-  std::array<std::set<std::uint64_t>, 5> own_;
-  std::array<std::set<std::uint64_t>, 5> foreign_;
-  std::set<std::uint64_t> permits_;
-};
 
 }  // namespace
 
@@ -560,7 +434,7 @@ TraceResult<ReplayPlan> ReplayPlan::build(schema::TraceReader& reader) {
     plan.recovery_.cut_offset = recovery.cut_offset;
     plan.recovery_.file_bytes = recovery.file_bytes;
   }
-  ReferenceCheck references;
+  detail::ReferenceCheck references;
   std::vector<schema::BlobId> blobs;  // those of the event being visited
   std::vector<std::pair<std::uint64_t, schema::BlobId>> named;  // (event, payload), in event order
   std::optional<TraceError> failure;

@@ -52,8 +52,7 @@ CapacityNeed peak_admitted_bytes(const ReplayPlan& plan) {
         held -= permit->second;  // a refused permit gives its bytes back
       }
       permit_bytes.erase(permit);
-    } else if (const auto* released = std::get_if<step::Released>(&s.body)) {
-      if (released->kind != ObjectKind::kBuffer) continue;
+    } else if (const auto* released = std::get_if<step::BufferReleased>(&s.body)) {
       const auto buffer = buffer_bytes.find(released->ordinal);
       if (buffer == buffer_bytes.end()) continue;
       held -= buffer->second;

@@ -71,7 +71,7 @@ std::expected<ReplayReport, ReplayFailure> replay_trace(const std::filesystem::p
   }
   if (replay.trace_label.empty()) replay.trace_label = trace.string();
   if (replay.runtime_name.empty()) replay.runtime_name = name;
-  return replay_plan(*plan, **runtime, **auxiliary, replay, observer);
+  return execute_plan(*plan, **runtime, **auxiliary, replay, observer);
 }
 
 }  // namespace vtrace::replayer

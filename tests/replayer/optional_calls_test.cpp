@@ -163,7 +163,7 @@ TEST_CASE("a recorded session calling every optional method replays to a match",
   auto auxiliary = rt::default_registry().open("reference", {.device_id = "device.vtrace.1"});
   REQUIRE(primary.has_value());
   REQUIRE(auxiliary.has_value());
-  const auto report = rp::replay_plan(*plan, **primary, **auxiliary, {});
+  const auto report = rp::execute_plan(*plan, **primary, **auxiliary, {});
   for (const auto& m : report.mismatches) {
     UNSCOPED_INFO(fmt::format("event {} {}: expected {}, got {}", m.event, m.call, m.expected,
                               m.actual));
@@ -200,7 +200,7 @@ TEST_CASE("a replay whose runtime answers an optional method differently reports
   REQUIRE(inner.has_value());
   REQUIRE(auxiliary.has_value());
   OneCommand live(std::move(*inner));
-  const auto report = rp::replay_plan(*plan, live, **auxiliary, {});
+  const auto report = rp::execute_plan(*plan, live, **auxiliary, {});
   REQUIRE_FALSE(report.matched());
   const auto& first = report.mismatches.front();
   CHECK(first.call == "coalesce_program_bindings(2 commands)");

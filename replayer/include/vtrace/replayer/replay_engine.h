@@ -1,28 +1,23 @@
-// The replay engine: executes a ReplayPlan on a runtime and checks every outcome.
+// The replay loop: runs a ReplayPlan on a runtime and checks every outcome.
 //
-// Each step re-executes its recorded call on `runtime` with the recorded arguments, mapping
-// recorded ordinals to the live objects replay created (own objects from `runtime`, foreign ones
-// from `auxiliary`: a second runtime of the same kind, where foreign buffers are allocated with
-// the recorded descriptor, foreign fences come from a trivial submit and foreign commands from a
-// trivial encode). Then it compares: the success or error kind of every call, every descriptor and
-// stream state answered, every attribution row, every fence answer, every readback's bytes (per
-// CheckMode), every counter snapshot. Error messages are not compared (they are for people; the
-// kind is the contract).
+// execute_plan() is execute, compare, report, step by step: a StepExecutor (step_executor.h)
+// re-executes each step on `runtime` (foreign objects on `auxiliary`: a second runtime of the same
+// kind) and returns what it observed; the comparator (comparator.h) turns the recording into the
+// same Observation shape and compares the two under options.check; every Difference becomes a
+// Mismatch in the report, its text from comparator.h's render() and step_text.h's describe_step().
+// What is compared, and what is not (Pending fence answers, error messages, timing), is the
+// comparator's rules.
 //
 // Range: steps before `first_event` are executed (they rebuild the state) but not checked; steps
 // from `end_event` on are not executed. A step whose object could not be created because of an
 // earlier mismatch is reported as a mismatch of its own.
 //
-// Fences: a recorded or live Pending query answer is not compared (asynchronous runtimes may
-// still be running); a wait is always compared. Counter snapshots are not compared when the live
-// runtime has no counters (they are not counted as checked either).
-//
-// Design for more runtimes (roadmap 1): the engine holds no global state; ReplayObserver sees
-// every step and every mismatch, so a lockstep comparer can drive several engines.
+// Design for more runtimes: the loop holds no global state, and its three parts are public, so a
+// lockstep comparer can drive one StepExecutor per runtime and compare their observations.
 //
 // Ownership: borrows the plan and runtimes for the call; every live object it created is released
-//   before run() returns.
-// Thread rules: one thread; nobody else may use the runtimes during run().
+//   before execute_plan() returns.
+// Thread rules: one thread; nobody else may use the runtimes during execute_plan().
 // Errors: none; everything that differs is a Mismatch in the report.
 #pragma once
 
@@ -56,8 +51,8 @@ class ReplayObserver {
   virtual void on_mismatch(const Mismatch& /*mismatch*/) {}
 };
 
-ReplayReport replay_plan(const ReplayPlan& plan, runtime::DeviceRuntime& runtime,
-                         runtime::DeviceRuntime& auxiliary, const ReplayOptions& options,
-                         ReplayObserver* observer = nullptr);
+ReplayReport execute_plan(const ReplayPlan& plan, runtime::DeviceRuntime& runtime,
+                        runtime::DeviceRuntime& auxiliary, const ReplayOptions& options,
+                        ReplayObserver* observer = nullptr);
 
 }  // namespace vtrace::replayer

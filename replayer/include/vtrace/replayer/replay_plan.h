@@ -72,14 +72,20 @@ struct Allocate {
   std::optional<runtime::BufferDescriptor> descriptor;
   Outcome outcome;
 };
-struct DescriptorQueried {
+struct BufferDescriptorQueried {
   ObjectRef buffer;
   runtime::BufferDescriptor descriptor;
 };
+// BufferReleased, StreamReleased, CommandReleased, FenceReleased: one type per event, one shape.
+template <ObjectKind K>
 struct Released {
-  ObjectKind kind = ObjectKind::kBuffer;
+  static constexpr ObjectKind kKind = K;
   std::uint64_t ordinal = 0;
 };
+using BufferReleased = Released<ObjectKind::kBuffer>;
+using StreamReleased = Released<ObjectKind::kStream>;
+using CommandReleased = Released<ObjectKind::kCommand>;
+using FenceReleased = Released<ObjectKind::kFence>;
 struct StreamCreated {
   std::optional<std::uint64_t> stream;
   Outcome outcome;
@@ -149,14 +155,17 @@ struct SubmitEnd {
   Outcome not_submitted;
   bool rejected = false;  // submit_guarded's Rejected(AttributionUnavailable)
 };
-struct Attribution {
+struct SubmissionAttribution {
   ObjectRef fence;
   std::optional<runtime::SubmissionAttribution> rows;
 };
-struct Fence {
-  bool wait = false;  // WaitFence (true) or QueryFence
+struct QueryFence {
   ObjectRef fence;
-  runtime::FenceQuery result;  // a wait is Terminal or RuntimeError (Indeterminate)
+  runtime::FenceQuery result;
+};
+struct WaitFence {
+  ObjectRef fence;
+  runtime::FenceQuery result;  // Terminal or RuntimeError (Indeterminate), never Pending
 };
 struct Synchronize {
   ObjectRef stream;
@@ -204,22 +213,26 @@ struct OptionalCall {
   std::optional<runtime::ReusableExecutionTrim> trim;
   Outcome outcome;
 };
-struct Counters {
+struct CounterSnapshot {
   std::uint64_t after_seq = 0;
   runtime::CounterSnapshot counters;
 };
+// An event of a kind this build does not know, recorded with required = false.
 struct Skipped {
   std::string kind;
 };
 }  // namespace step
 
+// One alternative per event kind of vtrace.fbs (named after it), and Skipped.
 using ReplayStepBody =
     std::variant<step::RuntimeOpened, step::ForeignObjectSeen, step::Admit, step::Allocate,
-                 step::DescriptorQueried, step::Released, step::StreamCreated,
-                 step::StreamStateQueried, step::EncodeCopy, step::EncodeUpload, step::EncodeZero,
-                 step::EncodeDenseLinear, step::SubmitBegin, step::SubmitEnd, step::Attribution,
-                 step::Fence, step::Synchronize, step::Readback, step::DescribeError,
-                 step::OptionalCall, step::Counters, step::Skipped>;
+                 step::BufferDescriptorQueried, step::BufferReleased, step::StreamCreated,
+                 step::StreamReleased, step::StreamStateQueried, step::EncodeCopy,
+                 step::EncodeUpload, step::EncodeZero, step::EncodeDenseLinear,
+                 step::CommandReleased, step::SubmitBegin, step::SubmitEnd,
+                 step::SubmissionAttribution, step::QueryFence, step::WaitFence,
+                 step::FenceReleased, step::Synchronize, step::Readback, step::DescribeError,
+                 step::OptionalCall, step::CounterSnapshot, step::Skipped>;
 
 struct ReplayStep {
   std::uint64_t ordinal = 0;

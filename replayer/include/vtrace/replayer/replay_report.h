@@ -10,6 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "vtrace/replayer/difference.h"
+
 namespace vtrace::replayer {
 
 struct ReplayChecks {
@@ -28,6 +30,7 @@ struct Mismatch {
   std::string expected;     // what the trace recorded
   std::string actual;       // what the runtime did
   std::string reproduce;    // "vtrace replay T --events N:N+1 --runtime R --check M"
+  Difference difference;    // what differs, structured (expected and actual are its text)
 };
 
 struct ReplayReport {

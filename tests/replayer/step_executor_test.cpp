@@ -1,0 +1,125 @@
+// The step executor on its own: execute and compare step by step, and the private stream
+// (read_buffer / write_buffer) kept out of the counters comparison.
+#include <catch2/catch.hpp>
+
+#include <map>
+
+#include "trace_fixtures.h"
+#include "vtrace/replayer/comparator.h"
+#include "vtrace/replayer/step_executor.h"
+#include "vtrace/runtime/registry.h"
+#include "vtrace/schema/trace_reader.h"
+
+namespace rp = vtrace::replayer;
+namespace rt = vtrace::runtime;
+using vtrace::test::ScratchDir;
+
+namespace {
+
+rp::ReplayPlan decode_plan(const ScratchDir& dir) {
+  const auto path = dir / "decode.vtrace";
+  vtrace::test::record_workload(vtrace::test::small_decode_spec(), path);
+  auto reader = vtrace::schema::TraceReader::open(path);
+  REQUIRE(reader.has_value());
+  auto plan = rp::ReplayPlan::build(**reader);
+  REQUIRE(plan.has_value());
+  return std::move(*plan);
+}
+
+struct Runtimes {
+  std::unique_ptr<rt::DeviceRuntime> primary;
+  std::unique_ptr<rt::DeviceRuntime> auxiliary;
+};
+
+Runtimes open_reference() {
+  auto primary = rt::default_registry().open("reference", {.device_id = "device.vtrace.0"});
+  auto auxiliary = rt::default_registry().open("reference", {.device_id = "device.vtrace.1"});
+  REQUIRE(primary.has_value());
+  REQUIRE(auxiliary.has_value());
+  return {std::move(*primary), std::move(*auxiliary)};
+}
+
+// The error kind of a refused access (REQUIREs the refusal).
+template <typename T>
+rp::BufferAccessError::Kind refusal(const std::expected<T, rp::BufferAccessError>& result) {
+  REQUIRE_FALSE(result.has_value());
+  return result.error().kind;
+}
+
+}  // namespace
+
+TEST_CASE("private reads and writes between steps leave the counters comparison unchanged",
+          "[replayer][executor]") {
+  ScratchDir dir("replayer-executor-private");
+  const rp::ReplayPlan plan = decode_plan(dir);
+  auto runtimes = open_reference();
+  rp::StepExecutor executor(plan, *runtimes.primary, *runtimes.auxiliary);
+
+  std::map<std::uint64_t, std::uint64_t> live_buffers;  // ordinal -> size
+  std::uint64_t snapshots = 0;
+  std::uint64_t private_reads = 0;
+  for (const auto& s : plan.steps()) {
+    if (std::holds_alternative<rp::step::CounterSnapshot>(s.body) ||
+        std::holds_alternative<rp::step::Readback>(s.body)) {
+      // Read every live buffer and write the same bytes back, on the executor's own stream.
+      for (const auto& [ordinal, size] : live_buffers) {
+        auto bytes = executor.read_buffer(ordinal, {0, size});
+        REQUIRE(bytes.has_value());
+        CHECK(bytes->size() == size);
+        REQUIRE(executor.write_buffer(ordinal, 0, *bytes).has_value());
+        ++private_reads;
+      }
+    }
+    const rp::Observation live = executor.execute(s);
+    const rp::Observation recorded = rp::recorded_observation(s, plan);
+    const auto comparison = rp::compare(recorded, live, rp::CheckMode::bits());
+    INFO("event " << s.ordinal << " " << s.kind);
+    CHECK(comparison.differences.empty());
+    snapshots += comparison.checked.counter_snapshots;
+    if (const auto* a = std::get_if<rp::step::Allocate>(&s.body); a && a->buffer && a->descriptor) {
+      live_buffers[*a->buffer] = a->descriptor->size_bytes;
+    } else if (const auto* r = std::get_if<rp::step::BufferReleased>(&s.body)) {
+      live_buffers.erase(r->ordinal);
+    }
+  }
+  CHECK(snapshots > 0);
+  CHECK(private_reads > 0);
+  // The private traffic was real: the runtime counted it, the executor subtracted it.
+  const auto& traffic = executor.private_traffic();
+  CHECK(traffic.readback_bytes > 0);
+  CHECK(traffic.uploaded_bytes == traffic.readback_bytes);
+  CHECK(traffic.submissions == private_reads);
+  CHECK(traffic.commands == private_reads);
+  CHECK(traffic.allocations == 0);
+}
+
+TEST_CASE("read_buffer and write_buffer refuse what they cannot do", "[replayer][executor]") {
+  ScratchDir dir("replayer-executor-refusals");
+  const rp::ReplayPlan plan = decode_plan(dir);
+  auto runtimes = open_reference();
+  rp::StepExecutor executor(plan, *runtimes.primary, *runtimes.auxiliary);
+  std::optional<std::uint64_t> f16_buffer;
+  for (const auto& s : plan.steps()) {
+    (void)executor.execute(s);
+    if (const auto* a = std::get_if<rp::step::Allocate>(&s.body);
+        a && a->buffer && a->descriptor && a->descriptor->element_type == rt::ElementType::kF16) {
+      f16_buffer = *a->buffer;
+      break;
+    }
+  }
+  REQUIRE(f16_buffer.has_value());
+  CHECK(refusal(executor.read_buffer(9999, {0, 2})) ==
+        rp::BufferAccessError::Kind::kNoSuchBuffer);
+  CHECK(refusal(executor.read_buffer(*f16_buffer, {0, 3})) ==
+        rp::BufferAccessError::Kind::kInvalidRange);
+  const std::vector<std::uint8_t> three(3, 0);
+  CHECK(refusal(executor.write_buffer(*f16_buffer, 0, three)) ==
+        rp::BufferAccessError::Kind::kInvalidRange);
+  const std::vector<std::uint8_t> two = {0x00, 0x3C};
+  REQUIRE(executor.write_buffer(*f16_buffer, 0, two).has_value());
+  const auto back = executor.read_buffer(*f16_buffer, {0, 2});
+  REQUIRE(back.has_value());
+  CHECK(*back == two);
+  CHECK(refusal(executor.read_buffer(*f16_buffer, {1u << 30, 2})) ==
+        rp::BufferAccessError::Kind::kRuntime);
+}
