@@ -79,6 +79,18 @@ class Decoder {
     if (!error) return std::unexpected(wrap(error.error()));
     return Outcome{*error};
   }
+  // The outcome of a call that returns `result_field` on success: one rule for every event kind
+  // that has a result and an error (exactly one of them is set).
+  TraceResult<Outcome> result_or_error(const fb::Error* e, bool has_result,
+                                       std::string_view result_field) const {
+    auto out = outcome(e);
+    if (!out) return out;
+    if (out->has_value() == has_result) {
+      return std::unexpected(
+          error(fmt::format("needs exactly one of `{}` and `error`", result_field)));
+    }
+    return out;
+  }
   template <typename T>
   TraceResult<T> need(const T* value, std::string_view field) const {
     if (value == nullptr) return std::unexpected(error(fmt::format("lacks `{}`", field)));
@@ -137,19 +149,14 @@ TraceResult<ReplayStepBody> Decoder::decode(const fb::Event& event) const {
     case B::Admit: {
       const auto* e = event.body_as_Admit();
       VTRACE_TRY(request, lift(schema::read_buffer_request(e->request())));
-      VTRACE_TRY(out, outcome(e->error()));
-      if (out.has_value() == e->permit_generation().has_value()) {
-        return std::unexpected(error("needs exactly one of `permit_generation` and `error`"));
-      }
+      VTRACE_TRY(out, result_or_error(e->error(), e->permit_generation().has_value(),
+                                      "permit_generation"));
       return step::Admit{std::move(request), opt(e->permit_generation()), std::move(out)};
     }
     case B::Allocate: {
       const auto* e = event.body_as_Allocate();
-      VTRACE_TRY(out, outcome(e->error()));
+      VTRACE_TRY(out, result_or_error(e->error(), e->buffer().has_value(), "buffer"));
       step::Allocate s{e->permit_generation(), opt(e->buffer()), std::nullopt, std::move(out)};
-      if (s.outcome.has_value() == s.buffer.has_value()) {
-        return std::unexpected(error("needs exactly one of `buffer` and `error`"));
-      }
       if (e->descriptor() != nullptr) {
         VTRACE_TRY(d, lift(schema::read_buffer_descriptor(e->descriptor())));
         s.descriptor = std::move(d);
@@ -171,10 +178,7 @@ TraceResult<ReplayStepBody> Decoder::decode(const fb::Event& event) const {
       return step::FenceReleased{event.body_as_FenceReleased()->fence()};
     case B::StreamCreated: {
       const auto* e = event.body_as_StreamCreated();
-      VTRACE_TRY(out, outcome(e->error()));
-      if (out.has_value() == e->stream().has_value()) {
-        return std::unexpected(error("needs exactly one of `stream` and `error`"));
-      }
+      VTRACE_TRY(out, result_or_error(e->error(), e->stream().has_value(), "stream"));
       return step::StreamCreated{opt(e->stream()), std::move(out)};
     }
     case B::StreamStateQueried: {
@@ -186,7 +190,7 @@ TraceResult<ReplayStepBody> Decoder::decode(const fb::Event& event) const {
       const auto* e = event.body_as_EncodeCopy();
       VTRACE_TRY(raw, need(e->region(), "region"));
       VTRACE_TRY(region, lift(schema::from_fb(raw)));
-      VTRACE_TRY(out, outcome(e->error()));
+      VTRACE_TRY(out, result_or_error(e->error(), e->command().has_value(), "command"));
       return step::EncodeCopy{ref(e->source()), ref(e->destination()), region,
                               opt(e->command()), std::move(out)};
     }
@@ -195,14 +199,14 @@ TraceResult<ReplayStepBody> Decoder::decode(const fb::Event& event) const {
       VTRACE_TRY(blob, need(e->payload(), "payload"));
       VTRACE_TRY(raw, need(e->layout(), "layout"));
       VTRACE_TRY(layout, lift(schema::from_fb(raw)));
-      VTRACE_TRY(out, outcome(e->error()));
+      VTRACE_TRY(out, result_or_error(e->error(), e->command().has_value(), "command"));
       return step::EncodeUpload{schema::from_fb(blob), e->payload_bytes(), layout,
                                 ref(e->destination()), e->destination_offset_bytes(),
                                 opt(e->command()), std::move(out)};
     }
     case B::EncodeZero: {
       const auto* e = event.body_as_EncodeZero();
-      VTRACE_TRY(out, outcome(e->error()));
+      VTRACE_TRY(out, result_or_error(e->error(), e->command().has_value(), "command"));
       return step::EncodeZero{ref(e->destination()), e->destination_offset_bytes(),
                               e->length_bytes(), opt(e->command()), std::move(out)};
     }
@@ -221,7 +225,7 @@ TraceResult<ReplayStepBody> Decoder::decode(const fb::Event& event) const {
       s.participant_count = e->participant_count();
       s.token_count = e->token_count();
       s.command = opt(e->command());
-      VTRACE_TRY(out, outcome(e->error()));
+      VTRACE_TRY(out, result_or_error(e->error(), e->command().has_value(), "command"));
       s.outcome = std::move(out);
       return s;
     }
@@ -301,12 +305,9 @@ TraceResult<ReplayStepBody> Decoder::decode(const fb::Event& event) const {
       VTRACE_TRY(region, lift(schema::from_fb(raw_region)));
       VTRACE_TRY(raw_layout, need(e->layout(), "layout"));
       VTRACE_TRY(layout, lift(schema::from_fb(raw_layout)));
-      VTRACE_TRY(out, outcome(e->error()));
+      VTRACE_TRY(out, result_or_error(e->error(), e->payload() != nullptr, "payload"));
       std::optional<schema::BlobId> payload;
       if (e->payload() != nullptr) payload = schema::from_fb(*e->payload());
-      if (out.has_value() == payload.has_value()) {
-        return std::unexpected(error("needs exactly one of `payload` and `error`"));
-      }
       return step::Readback{ref(e->stream()), ref(e->source()), region, layout, payload,
                             e->payload_bytes(), std::move(out)};
     }

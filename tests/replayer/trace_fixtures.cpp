@@ -192,8 +192,8 @@ std::vector<std::uint8_t> finish_event(flatbuffers::FlatBufferBuilder& b, std::u
   return {b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize()};
 }
 
-std::uint64_t write_tiny_with_unknown_event(const std::filesystem::path& destination,
-                                            bool required) {
+std::uint64_t write_tiny_plus(const std::filesystem::path& destination,
+                              const std::function<void(schema::TraceWriter&, std::uint64_t)>& append) {
   const auto golden = std::filesystem::path(VTRACE_SOURCE_DIR) / "traces" / "tiny.vtrace";
   auto reader = schema::TraceReader::open(golden);
   REQUIRE(reader.has_value());
@@ -217,27 +217,31 @@ std::uint64_t write_tiny_with_unknown_event(const std::filesystem::path& destina
                            return true;
                          })
               .has_value());
-  const std::uint64_t unknown = r.event_count();
-  {
-    flatbuffers::FlatBufferBuilder b;
-    // Any table serves as the body of a kind this build does not know.
-    const auto body = fb::CreateCounterSnapshot(b, 0).Union();
-    REQUIRE((*writer)->append_event(finish_event(b, unknown, kUnknownBody, body, required))
-                .has_value());
-  }
-  {
+  const std::uint64_t first = r.event_count();
+  append(**writer, first);
+  REQUIRE((*writer)->close({}).has_value());
+  return first;
+}
+
+std::uint64_t write_tiny_with_unknown_event(const std::filesystem::path& destination,
+                                            bool required) {
+  return write_tiny_plus(destination, [required](schema::TraceWriter& writer, std::uint64_t unknown) {
+    {
+      flatbuffers::FlatBufferBuilder b;
+      // Any table serves as the body of a kind this build does not know.
+      const auto body = fb::CreateCounterSnapshot(b, 0).Union();
+      REQUIRE(writer.append_event(finish_event(b, unknown, kUnknownBody, body, required))
+                  .has_value());
+    }
     flatbuffers::FlatBufferBuilder b;
     const auto method = b.CreateString("supports_guarded_submission");
     fb::OptionalCallBuilder call(b);
     call.add_method(method);
     call.add_flag(false);
     const auto body = call.Finish().Union();
-    REQUIRE((*writer)
-                ->append_event(finish_event(b, unknown + 1, fb::EventBody::OptionalCall, body, true))
+    REQUIRE(writer.append_event(finish_event(b, unknown + 1, fb::EventBody::OptionalCall, body, true))
                 .has_value());
-  }
-  REQUIRE((*writer)->close({}).has_value());
-  return unknown;
+  });
 }
 
 }  // namespace vtrace::test

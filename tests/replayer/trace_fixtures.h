@@ -13,6 +13,7 @@
 #include <flatbuffers/flatbuffers.h>
 
 #include "vtrace/schema/events.h"
+#include "vtrace/schema/trace_writer.h"
 #include "vtrace/workloads/workload.h"
 
 namespace vtrace::test {
@@ -73,6 +74,13 @@ extern const fb::EventBody kUnknownBody;
 std::vector<std::uint8_t> finish_event(flatbuffers::FlatBufferBuilder& b, std::uint64_t seq,
                                        fb::EventBody type, flatbuffers::Offset<void> body,
                                        bool required);
+
+// Copies traces/tiny.vtrace to `destination` (re-putting its payloads), then lets `append` add
+// events (it gets the writer and the ordinal of the first event it adds), and closes the file.
+// Returns tiny's event count. REQUIREs success.
+std::uint64_t write_tiny_plus(
+    const std::filesystem::path& destination,
+    const std::function<void(schema::TraceWriter&, std::uint64_t)>& append);
 
 // Copies traces/tiny.vtrace to `destination` (re-putting its payloads), then appends an event of
 // a kind this build does not know (one past EventBody::MAX, `required` as given) and after it a

@@ -1,0 +1,100 @@
+// The replay plan's one rule for results and errors: every event kind whose call returns a result
+// on success and an error on failure (admit, allocate, create_stream, the four encoders, readback)
+// must hold exactly one of the two; a trace that breaks it is refused naming the event and field.
+#include <catch2/catch.hpp>
+
+#include <fmt/format.h>
+
+#include "trace_fixtures.h"
+#include "vtrace/replayer/replay_plan.h"
+#include "vtrace/runtime/error.h"
+#include "vtrace/schema/events.h"
+#include "vtrace/schema/trace_reader.h"
+
+namespace fb = vtrace::fb;
+namespace rp = vtrace::replayer;
+namespace rt = vtrace::runtime;
+namespace vs = vtrace::schema;
+
+namespace {
+
+enum class Shape { kNeither, kBoth };
+
+// One encode event of `body` kind on tiny's buffer 0, with neither or both of command and error.
+flatbuffers::Offset<void> encode_body(flatbuffers::FlatBufferBuilder& b, fb::EventBody body,
+                                      Shape shape) {
+  const fb::ObjectRef buffer(0, fb::RefSpace::Own);
+  flatbuffers::Offset<fb::Error> error;
+  if (shape == Shape::kBoth) {
+    error = vs::build_error(b, rt::RuntimeError(rt::ErrorKind::kRegionOutOfBounds, "made up"));
+  }
+  const auto finish = [&](auto& builder) {
+    if (shape == Shape::kBoth) {
+      builder.add_command(7);
+      builder.add_error(error);
+    }
+    return builder.Finish().Union();
+  };
+  switch (body) {
+    case fb::EventBody::EncodeCopy: {
+      const fb::CopyRegion region(0, 0, 2);
+      fb::EncodeCopyBuilder e(b);
+      e.add_source(&buffer);
+      e.add_destination(&buffer);
+      e.add_region(&region);
+      return finish(e);
+    }
+    case fb::EventBody::EncodeUpload: {
+      const fb::BlobRef payload(1, 2);
+      const fb::HostTransferLayout layout(fb::ElementType::F16, 1);
+      fb::EncodeUploadBuilder e(b);
+      e.add_payload(&payload);
+      e.add_payload_bytes(2);
+      e.add_layout(&layout);
+      e.add_destination(&buffer);
+      return finish(e);
+    }
+    case fb::EventBody::EncodeZero: {
+      fb::EncodeZeroBuilder e(b);
+      e.add_destination(&buffer);
+      e.add_length_bytes(2);
+      return finish(e);
+    }
+    default: {
+      fb::EncodeDenseLinearBuilder e(b);
+      e.add_participant_count(1);
+      e.add_token_count(1);
+      return finish(e);
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("an encode event with neither or both of command and error is refused by the plan",
+          "[replayer][plan]") {
+  vtrace::test::ScratchDir dir("plan-rules");
+  for (const auto body : {fb::EventBody::EncodeCopy, fb::EventBody::EncodeUpload,
+                          fb::EventBody::EncodeZero, fb::EventBody::EncodeDenseLinear}) {
+    for (const auto shape : {Shape::kNeither, Shape::kBoth}) {
+      const std::string kind = fb::EnumNameEventBody(body);
+      INFO(kind << (shape == Shape::kNeither ? " with neither" : " with both"));
+      const auto path = dir / fmt::format("{}-{}.vtrace", kind, static_cast<int>(shape));
+      std::uint64_t ordinal = 0;
+      vtrace::test::write_tiny_plus(path, [&](vs::TraceWriter& writer, std::uint64_t first) {
+        ordinal = first;
+        flatbuffers::FlatBufferBuilder b;
+        const auto made = encode_body(b, body, shape);
+        REQUIRE(writer.append_event(vtrace::test::finish_event(b, first, body, made, true))
+                    .has_value());
+      });
+      auto reader = vs::TraceReader::open(path);
+      REQUIRE(reader.has_value());
+      auto plan = rp::ReplayPlan::build(**reader);
+      REQUIRE_FALSE(plan.has_value());
+      CHECK(plan.error().kind == vs::TraceErrorKind::kCorrupt);
+      CHECK(plan.error().message ==
+            fmt::format("event {} ({}): needs exactly one of `command` and `error`", ordinal, kind));
+    }
+  }
+}
