@@ -117,13 +117,13 @@ class Call {
   std::optional<std::uint64_t> mint(Kind kind, bool returned) {
     if (!returned || nested()) return std::nullopt;
     const std::lock_guard lock(s_.mu);
-    return s_.next_own[kind]++;
+    return s_.next_own[schema::index_of(kind)]++;
   }
   std::vector<std::uint64_t> mint_each(Kind kind, std::size_t count) {
     std::vector<std::uint64_t> ordinals;
     if (nested()) return ordinals;
     const std::lock_guard lock(s_.mu);
-    for (std::size_t i = 0; i < count; ++i) ordinals.push_back(s_.next_own[kind]++);
+    for (std::size_t i = 0; i < count; ++i) ordinals.push_back(s_.next_own[schema::index_of(kind)]++);
     return ordinals;
   }
 

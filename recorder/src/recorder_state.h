@@ -18,6 +18,7 @@
 
 #include "vtrace/recorder/recording_runtime.h"
 #include "vtrace/schema/events.h"
+#include "vtrace/schema/objects.h"
 
 namespace vtrace::recorder {
 
@@ -26,11 +27,14 @@ namespace detail {
 namespace rt = vtrace::runtime;
 namespace fb = vtrace::fb;
 
-enum Kind : std::size_t { kBuffer, kStream, kCommand, kFence, kSession, kKindCount };
-
-inline constexpr fb::ObjectKind kObjectKinds[kKindCount] = {
-    fb::ObjectKind::Buffer, fb::ObjectKind::Stream, fb::ObjectKind::Command, fb::ObjectKind::Fence,
-    fb::ObjectKind::ImportSession};
+// The schema's object kinds (vtrace/schema/objects.h), under the short names this file uses.
+using Kind = schema::ObjectKind;
+inline constexpr Kind kBuffer = Kind::kBuffer;
+inline constexpr Kind kStream = Kind::kStream;
+inline constexpr Kind kCommand = Kind::kCommand;
+inline constexpr Kind kFence = Kind::kFence;
+inline constexpr Kind kSession = Kind::kImportSession;
+inline constexpr std::size_t kKindCount = schema::kObjectKindCount;
 
 inline constexpr std::size_t kEventKinds = static_cast<std::size_t>(fb::EventBody::MAX) + 1;
 
@@ -164,16 +168,17 @@ struct RecordingRuntime::State {
     if (const auto* w = dynamic_cast<const Wrapper*>(handle); w != nullptr && w->owner == this) {
       return fb::ObjectRef(w->ordinal, fb::RefSpace::Own);
     }
-    auto [it, inserted] = foreign[kind].try_emplace(handle, next_foreign[kind]);
+    const std::size_t k = schema::index_of(kind);
+    auto [it, inserted] = foreign[k].try_emplace(handle, next_foreign[k]);
     if (inserted) {
-      ++next_foreign[kind];
+      ++next_foreign[k];
       flatbuffers::Offset<fb::BufferDescriptor> descriptor;
       if constexpr (std::is_same_v<Base, runtime::Buffer>) {
         descriptor =
             schema::build_buffer_descriptor(fbb, inner->buffer_descriptor(*detail::unwrap(handle)));
       }
       fb::ForeignObjectSeenBuilder b(fbb);
-      b.add_object(detail::kObjectKinds[kind]);
+      b.add_object(schema::to_fb(kind));
       b.add_ordinal(it->second);
       b.add_buffer_descriptor(descriptor);
       emit_locked(fb::EventBody::ForeignObjectSeen, b.Finish().Union());

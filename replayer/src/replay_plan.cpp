@@ -18,34 +18,6 @@ using schema::TraceError;
 using schema::TraceErrorKind;
 using schema::TraceResult;
 
-std::string_view object_kind_name(ObjectKind kind) {
-  switch (kind) {
-    case ObjectKind::kBuffer:
-      return "buffer";
-    case ObjectKind::kStream:
-      return "stream";
-    case ObjectKind::kCommand:
-      return "command";
-    case ObjectKind::kFence:
-      return "fence";
-    case ObjectKind::kImportSession:
-      return "import session";
-  }
-  return "object";
-}
-
-std::string ObjectRef::to_string(ObjectKind kind) const {
-  switch (space) {
-    case Space::kOwn:
-      return fmt::format("{}#{}", object_kind_name(kind), ordinal);
-    case Space::kForeign:
-      return fmt::format("foreign {}#{}", object_kind_name(kind), ordinal);
-    case Space::kNull:
-      return "null";
-  }
-  return "null";
-}
-
 const std::vector<std::uint8_t>* ReplayPlan::payload(const schema::BlobId& id) const {
   auto it = payloads_.find(id);
   return it == payloads_.end() ? nullptr : &it->second;
@@ -68,11 +40,7 @@ class Decoder {
     return TraceError{e.kind, fmt::format("event {} ({}): {}", ordinal_, kind_, e.message)};
   }
 
-  ObjectRef ref(const fb::ObjectRef* r) const {
-    if (r == nullptr || r->space() == fb::RefSpace::Null) return {};
-    return {r->ordinal(),
-            r->space() == fb::RefSpace::Own ? ObjectRef::Space::kOwn : ObjectRef::Space::kForeign};
-  }
+  ObjectRef ref(const fb::ObjectRef* r) const { return schema::from_fb(r); }
   TraceResult<Outcome> outcome(const fb::Error* e) const {
     if (e == nullptr) return Outcome{};
     auto error = schema::read_error(e);
@@ -135,11 +103,9 @@ TraceResult<ReplayStepBody> Decoder::decode(const fb::Event& event) const {
     }
     case B::ForeignObjectSeen: {
       const auto* e = event.body_as_ForeignObjectSeen();
-      const auto raw = static_cast<std::uint8_t>(e->object());
-      if (raw > static_cast<std::uint8_t>(ObjectKind::kImportSession)) {
-        return std::unexpected(error("has an unknown object kind"));
-      }
-      step::ForeignObjectSeen s{static_cast<ObjectKind>(raw), e->ordinal(), std::nullopt};
+      const auto kind = schema::from_fb(e->object());
+      if (!kind) return std::unexpected(error("has an unknown object kind"));
+      step::ForeignObjectSeen s{*kind, e->ordinal(), std::nullopt};
       if (s.kind == ObjectKind::kBuffer) {
         VTRACE_TRY(d, lift(schema::read_buffer_descriptor(e->buffer_descriptor())));
         s.descriptor = std::move(d);

@@ -12,6 +12,7 @@
 #include "vtrace/runtime/submission.h"
 #include "vtrace/runtime/types.h"
 #include "vtrace/schema/events.h"
+#include "vtrace/schema/objects.h"
 
 namespace {
 
@@ -21,7 +22,7 @@ namespace fb = vtrace::fb;
 std::string normalized(std::string_view name) {
   std::string out;
   for (const char c : name) {
-    if (c == '_' || c == '-') continue;
+    if (c == '_' || c == '-' || c == ' ') continue;
     out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   }
   return out;
@@ -93,4 +94,27 @@ TEST_CASE("events convert every enum value to vtrace.fbs and back unchanged", "[
   check_round_trip<rt::TimingMode, fb::TimingMode>("TimingMode");
   check_round_trip<rt::ComputePathRequirement, fb::ComputePathRequirement>("ComputePathRequirement");
   check_round_trip<rt::AttributionRequirement, fb::AttributionRequirement>("AttributionRequirement");
+}
+
+TEST_CASE("object kinds and references convert to vtrace.fbs and back, null included",
+          "[schema][enums]") {
+  namespace vs = vtrace::schema;
+  for (std::size_t k = 0; k < vs::kObjectKindCount; ++k) {
+    const auto kind = static_cast<vs::ObjectKind>(k);
+    INFO(vs::object_kind_name(kind));
+    CHECK(vs::from_fb(vs::to_fb(kind)) == kind);
+    CHECK(normalized(vs::object_kind_name(kind)) == normalized(fb::EnumNameObjectKind(vs::to_fb(kind))));
+  }
+  CHECK_FALSE(vs::from_fb(static_cast<fb::ObjectKind>(vs::kObjectKindCount)).has_value());
+  for (const auto space : {vs::ObjectRef::Space::kOwn, vs::ObjectRef::Space::kForeign}) {
+    const vs::ObjectRef ref{7, space};
+    const fb::ObjectRef wire = vs::to_fb(ref);
+    CHECK(vs::from_fb(&wire) == ref);
+  }
+  const fb::ObjectRef null_wire = vs::to_fb(vs::ObjectRef{});
+  CHECK(vs::from_fb(&null_wire) == vs::ObjectRef{});
+  CHECK(vs::from_fb(nullptr) == vs::ObjectRef{});
+  CHECK(vs::ObjectRef{3, vs::ObjectRef::Space::kForeign}.to_string(vs::ObjectKind::kStream) ==
+        "foreign stream#3");
+  CHECK(vs::ObjectRef{}.to_string(vs::ObjectKind::kBuffer) == "null");
 }

@@ -32,20 +32,15 @@
 
 #include "vtrace/runtime/device_runtime.h"
 #include "vtrace/schema/format.h"
+#include "vtrace/schema/objects.h"
 #include "vtrace/schema/trace_reader.h"
 
 namespace vtrace::replayer {
 
-enum class ObjectKind : std::uint8_t { kBuffer, kStream, kCommand, kFence, kImportSession };
-std::string_view object_kind_name(ObjectKind kind);
-
-// A recorded object reference: an own ordinal, a foreign ordinal, or no object at all.
-struct ObjectRef {
-  enum class Space : std::uint8_t { kOwn, kForeign, kNull };
-  std::uint64_t ordinal = 0;
-  Space space = Space::kNull;
-  std::string to_string(ObjectKind kind) const;  // "buffer#3", "foreign stream#0", "null"
-};
+// Object kinds and references: the schema's one vocabulary (vtrace/schema/objects.h).
+using schema::object_kind_name;
+using schema::ObjectKind;
+using schema::ObjectRef;
 
 // nullopt = the call succeeded.
 using Outcome = std::optional<runtime::RuntimeError>;
