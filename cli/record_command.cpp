@@ -64,13 +64,11 @@ int run_record(const RecordOptions& o, const GlobalOptions& global) {
     return kExitRuntimeUnavailable;
   }
   if (spec.kind == workloads::WorkloadKind::kDecode) {
-    const std::uint64_t need = workloads::decode_device_bytes(spec.decode);
-    const std::uint64_t has = (*inner)->descriptor().total_memory_bytes;
-    if (need > has) {
-      print_error(fmt::format(
-          "decode with hidden {} and ffn {} over {} layers needs {} of device memory but runtime "
-          "`{}` has {}: pass --device-memory {} or more (nothing was recorded)",
-          o.hidden, o.ffn, o.layers, human_bytes(need), o.runtime, human_bytes(has), need));
+    if (auto fits = workloads::check_decode_fits(spec.decode,
+                                                 (*inner)->descriptor().total_memory_bytes);
+        !fits) {
+      print_error(fmt::format("runtime `{}`: {} (nothing was recorded)", o.runtime,
+                              fits.error().message));
       return kExitUsage;
     }
   }

@@ -375,8 +375,9 @@ TEST_CASE("vtrace runtime options: bad values are usage errors, a missing path o
   INFO(too_big.output);
   CHECK(too_big.code == 2);
   // 4096x16384 up, 16384x4096 down and a 4096x4096 head in f16, plus 3 tokens of activations.
-  CHECK(too_big.output.find("needs 288.16 MiB of device memory but runtime `reference` has "
-                            "64.00 MiB: pass --device-memory 302161920 or more") !=
+  CHECK(too_big.output.find("runtime `reference`: decode with hidden 4096 and ffn 16384 over 1 "
+                            "layers needs 288.16 MiB of device memory but the device has 64.00 "
+                            "MiB: pass --device-memory 302161920 or more (nothing was recorded)") !=
         std::string::npos);
   CHECK_FALSE(std::filesystem::exists(trace));
   CHECK_FALSE(std::filesystem::exists(trace + ".partial"));

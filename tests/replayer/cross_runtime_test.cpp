@@ -144,6 +144,15 @@ TEST_CASE("replay gives the runtime the recorded capacity unless told otherwise,
   CHECK(rp::recorded_device(*plan)->descriptor.total_memory_bytes ==
         64ull * 1024 * 1024);
 
+  // The workload itself refuses a shape its device cannot hold, before generating weights.
+  {
+    auto small = rt::default_registry().open("reference", {.device_memory_bytes = need.bytes - 1});
+    REQUIRE(small.has_value());
+    auto refused = wl::run_workload(spec, **small, nullptr);
+    REQUIRE_FALSE(refused.has_value());
+    CHECK_THAT(refused.error().message,
+               Catch::Contains(fmt::format("pass --device-memory {} or more", need.bytes)));
+  }
   // cpu defaults to 4 GiB, but replay opens it with the recorded 64 MiB: nothing to report.
   const auto on_cpu = replay_on(path, "cpu");
   CHECK(on_cpu.matched());

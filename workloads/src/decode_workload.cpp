@@ -79,16 +79,22 @@ std::uint64_t decode_device_bytes(const DecodeOptions& o) {
   return weights + activations;
 }
 
+WorkloadResult<void> check_decode_fits(const DecodeOptions& o, std::uint64_t device_memory_bytes) {
+  const std::uint64_t need = decode_device_bytes(o);
+  if (need <= device_memory_bytes) return {};
+  const auto mib = [](std::uint64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0); };
+  return std::unexpected(fail(fmt::format(
+      "decode with hidden {} and ffn {} over {} layers needs {:.2f} MiB of device memory but the "
+      "device has {:.2f} MiB: pass --device-memory {} or more",
+      o.hidden, o.ffn, o.layers, mib(need), mib(device_memory_bytes), need)));
+}
+
 WorkloadResult<WorkloadReport> run_decode(const WorkloadSpec& spec, rt::DeviceRuntime& runtime) {
   const DecodeOptions& o = spec.decode;
   if (auto valid = validate(o); !valid) return std::unexpected(valid.error());
   // Before any weight is generated: a shape the device cannot hold fails now, in one sentence.
-  if (const std::uint64_t need = decode_device_bytes(o), has = runtime.descriptor().total_memory_bytes;
-      need > has) {
-    return std::unexpected(fail(fmt::format(
-        "decode with hidden {} and ffn {} over {} layers needs {} bytes of device memory but the "
-        "runtime has {}; give it more with --device-memory {} or more",
-        o.hidden, o.ffn, o.layers, need, has, need)));
+  if (auto fits = check_decode_fits(o, runtime.descriptor().total_memory_bytes); !fits) {
+    return std::unexpected(fits.error());
   }
   detail::Observations observed("decode");
 

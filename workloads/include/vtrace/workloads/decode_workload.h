@@ -21,6 +21,8 @@
 #include <cstdint>
 #include <filesystem>
 
+#include "vtrace/workloads/workload_error.h"
+
 namespace vtrace::workloads {
 
 struct DecodeOptions {
@@ -32,8 +34,12 @@ struct DecodeOptions {
   std::filesystem::path weights;   // empty: generate seeded weights
 };
 
-// Device memory the decode workload admits for `options` (weights plus activations): checked
-// against the runtime's capacity before any weight is generated.
+// Device memory the decode workload admits for `options` (weights plus activations).
 std::uint64_t decode_device_bytes(const DecodeOptions& options);
+// Fails, naming what the shape needs, what the device has and the flag to pass, when the device
+// cannot hold it. run_decode checks it before any weight is generated; `vtrace record` before
+// the trace is created.
+WorkloadResult<void> check_decode_fits(const DecodeOptions& options,
+                                       std::uint64_t device_memory_bytes);
 
 }  // namespace vtrace::workloads
