@@ -531,6 +531,41 @@ std::vector<ContractRun::NamedProbe> ContractRun::probes() {
     return expect_error("allocate(consumed permit)", rt_.allocate(std::move(*permit)),
                         K::kAdmissionInvalidRequest);
   });
+
+  // ---- the optional methods (spec 5.2): each is called, whatever this runtime supports ----
+  add("optional methods", [this]() -> WorkloadResult<void> {
+    (void)rt_.supports_guarded_submission();
+    if (auto session = rt_.begin_static_weight_import(); session && *session) {
+      const auto bytes = random_bytes(8);
+      (void)(*session)->get()->import_component(bytes, *b_, rng_.below(kBytes - 8));
+      (void)(*session)->get()->seal();
+    }
+    (void)rt_.encode_static_weight_transform(
+        {weight_.get(), weight2_.get(), "transform.contract.identity"});
+    auto plan = rt::ReusableExecutionPlan::create(1 + rng_.below(8));
+    if (!plan) return std::unexpected(fail(plan.error().display()));
+    (void)rt_.configure_reusable_executables(*stream_, *plan);
+    (void)rt_.seal_reusable_executables(*stream_);
+    (void)rt_.reusable_executable_preparation(*stream_);
+    (void)rt_.reusable_execution_catalog(*stream_);
+    (void)rt_.encode_reusable_execution({"program.contract", static_cast<std::uint32_t>(rng_.below(4))});
+    (void)rt_.trim_reusable_executables(*stream_);
+    // Two commands coalesced, submitted, and their effect read back.
+    std::vector<rt::CommandPtr> commands;
+    auto zero = zero_command();
+    if (!zero) return std::unexpected(zero.error());
+    commands.push_back(std::move(*zero));
+    const std::uint64_t length = 1 + rng_.below(kBytes);
+    auto upload = rt_.encode_upload(random_bytes(length), layout(ET::kU8, length), *a_, 0);
+    if (!upload) return std::unexpected(fail("encode_upload", upload.error()));
+    commands.push_back(std::move(*upload));
+    auto coalesced = rt_.coalesce_program_bindings(std::move(commands));
+    if (!coalesced) return std::unexpected(fail("coalesce_program_bindings", coalesced.error()));
+    rt::CommandBatch batch;
+    for (auto& c : *coalesced) batch.push(std::move(c));
+    if (auto done = submit_and_wait("submit(coalesced)", std::move(batch)); !done) return done;
+    return read_and_observe("readback(a)", *a_, ET::kU8, 0, kBytes);
+  });
   return list;
 }
 
