@@ -1,10 +1,16 @@
-// vtrace dump T [--json] [--events A:B] [--payloads]
+// vtrace dump T [--json] [--events A:B] [--payloads]: every field of every event, the call it
+// records (step_text.h, as replay describes it) and, with --payloads, the blobs it links to
+// (schema::event_links).
 #include <fmt/format.h>
+
 #include <nlohmann/json.hpp>
 
 #include "cli_support.h"
 #include "commands.h"
 #include "event_text.h"
+#include "vtrace/replayer/replay_plan.h"
+#include "vtrace/replayer/step_text.h"
+#include "vtrace/schema/event_links.h"
 #include "vtrace/schema/events.h"
 #include "vtrace/schema/trace_reader.h"
 
@@ -19,19 +25,14 @@ struct DumpOptions {
   bool payloads = false;
 };
 
-// The payload blobs an event names.
-std::vector<schema::BlobId> payloads_of(const fb::Event& e) {
-  std::vector<schema::BlobId> ids;
-  if (const auto* u = e.body_as_EncodeUpload(); u && u->payload()) {
-    ids.push_back(schema::from_fb(*u->payload()));
-  }
-  if (const auto* r = e.body_as_Readback(); r && r->payload()) {
-    ids.push_back(schema::from_fb(*r->payload()));
-  }
-  if (const auto* o = e.body_as_OptionalCall(); o && o->payload()) {
-    ids.push_back(schema::from_fb(*o->payload()));
-  }
-  return ids;
+// The call an event records, as replay describes it (step_text.h); nullopt for an event that is
+// no call (RuntimeOpened, Released, ...) or one that does not decode.
+std::optional<std::string> call_of(std::uint64_t ordinal, const fb::Event& e) {
+  auto step = replayer::decode_step(ordinal, e);
+  if (!step) return std::nullopt;
+  std::string text = replayer::describe_step(*step);
+  if (text == step->kind) return std::nullopt;
+  return text;
 }
 
 std::string hex(std::span<const std::uint8_t> bytes) {
@@ -73,7 +74,7 @@ int run_dump(const DumpOptions& o) {
         const std::string_view kind = schema::event_kind_name(*event);
         nlohmann::json payloads = nlohmann::json::object();
         if (o.payloads) {
-          for (const auto& id : payloads_of(*event)) {
+          for (const auto& id : schema::event_links(*event).payloads) {
             auto blob = (*reader)->blob(id);
             if (!blob) {
               failure = about_file(o.trace, fmt::format("event {} ({}): {}", ordinal, kind,
@@ -108,7 +109,10 @@ int run_dump(const DumpOptions& o) {
             failure = about_file(o.trace, fmt::format("event {} ({}): {}", ordinal, kind, body.error()));
             return false;
           }
-          nlohmann::json line = {{"event", ordinal}, {"kind", kind},
+          const auto call = call_of(ordinal, *event);
+          nlohmann::json line = {{"event", ordinal},
+                                 {"kind", kind},
+                                 {"call", call ? nlohmann::json(*call) : nlohmann::json(nullptr)},
                                  {"fields", nlohmann::json::parse(*body, nullptr, false)}};
           if (o.payloads) line["payloads"] = payloads;
           fmt::print("{}\n", line.dump());
@@ -118,7 +122,11 @@ int run_dump(const DumpOptions& o) {
             failure = about_file(o.trace, fmt::format("event {} ({}): {}", ordinal, kind, body.error()));
             return false;
           }
-          fmt::print("#{} {} {}\n", ordinal, kind, *body);
+          if (const auto call = call_of(ordinal, *event)) {
+            fmt::print("#{} {} {} {}\n", ordinal, kind, *call, *body);
+          } else {
+            fmt::print("#{} {} {}\n", ordinal, kind, *body);
+          }
           for (const auto& [id, bytes_hex] : payloads.items()) {
             fmt::print("    payload {} {}\n", id, bytes_hex.get<std::string>());
           }

@@ -50,36 +50,46 @@ class Recorded {
         s.report ? std::optional<bool>(s.report->retryable()) : std::nullopt, {}};
   }
   void operator()(const step::CounterSnapshot& s) { out_.counters = s.counters; }
-  void operator()(const step::OptionalCall& s) {
-    const std::string& m = s.method;
-    if (m == "supports_guarded_submission") {
-      out_.flag = s.flag;
-      return;
-    }
-    if (m == "begin_static_weight_import" || m == "encode_static_weight_transform") {
-      out_.supported = s.supported;
-      if (!s.supported) return;
-    }
-    out_.outcome = s.outcome;
-    if (s.outcome) return;
-    if (m == "encode_static_weight_transform" || m == "encode_reusable_execution") {
-      out_.returned_command = s.command.has_value();
-    } else if (m == "coalesce_program_bindings") {
-      out_.returned_commands = s.commands_out.size();
-    } else if (m == "trim_reusable_executables") {
-      out_.trim = s.trim;
-    } else if (m == "reusable_execution_catalog") {
-      out_.catalog = s.catalog;
-    } else if (m == "configure_reusable_executables" || m == "seal_reusable_executables" ||
-               m == "reusable_executable_preparation") {
-      out_.preparation = s.preparation;
-    }
+  void operator()(const step::GuardedSubmissionQueried& s) { out_.flag = s.supported; }
+  void operator()(const step::BeginStaticWeightImport& s) {
+    out_.supported = s.supported;
+    if (s.supported) out_.outcome = s.outcome;
   }
+  void operator()(const step::EncodeStaticWeightTransform& s) {
+    out_.supported = s.supported;
+    if (!s.supported) return;
+    out_.outcome = s.outcome;
+    if (!s.outcome) out_.returned_command = s.command.has_value();
+  }
+  void operator()(const step::EncodeReusableExecution& s) {
+    out_.outcome = s.outcome;
+    if (!s.outcome) out_.returned_command = s.command.has_value();
+  }
+  void operator()(const step::CoalesceProgramBindings& s) {
+    out_.outcome = s.outcome;
+    if (!s.outcome) out_.returned_commands = s.commands_out.size();
+  }
+  void operator()(const step::TrimReusableExecutables& s) {
+    out_.outcome = s.outcome;
+    out_.trim = s.trim;
+  }
+  void operator()(const step::ReusableCatalogQueried& s) {
+    out_.outcome = s.outcome;
+    out_.catalog = s.catalog;
+  }
+  void operator()(const step::ConfigureReusableExecutables& s) { preparation(s); }
+  void operator()(const step::SealReusableExecutables& s) { preparation(s); }
+  void operator()(const step::ReusablePreparationQueried& s) { preparation(s); }
   // Everything else answers nothing (RuntimeOpened, ForeignObjectSeen, Released, SubmitBegin,
   // Skipped).
   void operator()(const auto&) {}
 
  private:
+  void preparation(const step::PreparationAnswer& s) {
+    out_.outcome = s.outcome;
+    out_.preparation = s.preparation;
+  }
+
   const ReplayPlan& plan_;
   Observation& out_;
 };

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "reference_check.h"
+#include "vtrace/schema/event_links.h"
 #include "vtrace/schema/events.h"
 
 namespace vtrace::replayer {
@@ -82,6 +83,54 @@ class Decoder {
   TraceResult<ReplayStepBody> decode(const fb::Event& event) const;
 
  private:
+  static std::string str(const flatbuffers::String* s) { return s ? s->str() : std::string(); }
+  TraceResult<std::uint64_t> need_opt(flatbuffers::Optional<std::uint64_t> v,
+                                      std::string_view field) const {
+    if (!v.has_value()) return std::unexpected(error(fmt::format("lacks `{}`", field)));
+    return *v;
+  }
+  TraceResult<ObjectRef> need_ref(const fb::ObjectRef* r, std::string_view field) const {
+    const ObjectRef out = ref(r);
+    if (out.space == ObjectRef::Space::kNull) {
+      return std::unexpected(error(fmt::format("lacks `{}`", field)));
+    }
+    return out;
+  }
+  std::vector<ObjectRef> refs(const flatbuffers::Vector<const fb::ObjectRef*>* v) const {
+    std::vector<ObjectRef> out;
+    if (v != nullptr) {
+      for (const auto* r : *v) out.push_back(ref(r));
+    }
+    return out;
+  }
+  static std::optional<std::vector<rt::ReusableExecutionProgram>> catalog(
+      const flatbuffers::Vector<flatbuffers::Offset<fb::ReusableProgram>>* v) {
+    if (v == nullptr) return std::nullopt;
+    std::vector<rt::ReusableExecutionProgram> programs;
+    for (const auto* p : *v) programs.push_back({str(p->program_id()), p->node_count()});
+    return programs;
+  }
+  // A method that answered "not supported" carries nothing else.
+  template <typename S>
+  TraceResult<ReplayStepBody> unsupported(S s, bool has_error) const {
+    if (has_error) return std::unexpected(error("is not supported and names an error"));
+    return s;
+  }
+  TraceResult<step::PreparationAnswer> preparation(const fb::ObjectRef* stream,
+                                                   const fb::ReusablePreparation* p,
+                                                   const fb::Error* e) const {
+    auto out = result_or_error(e, p != nullptr, "preparation");
+    if (!out) return std::unexpected(out.error());
+    step::PreparationAnswer answer{ref(stream), std::nullopt, std::move(*out)};
+    if (p != nullptr) {
+      auto prep = lift(schema::read_preparation(p));
+      if (!prep) return std::unexpected(prep.error());
+      answer.preparation = *prep;
+    }
+    return answer;
+  }
+  TraceResult<ReplayStepBody> optional_call(const fb::OptionalCall& e, bool required) const;
+
   std::uint64_t ordinal_;
   std::string_view kind_;
 };
@@ -287,83 +336,98 @@ TraceResult<ReplayStepBody> Decoder::decode(const fb::Event& event) const {
       }
       return step::DescribeError{std::move(input), std::move(report)};
     }
-    case B::OptionalCall: {
-      const auto* e = event.body_as_OptionalCall();
-      step::OptionalCall s;
-      s.method = e->method() ? e->method()->str() : "";
-      static const std::set<std::string, std::less<>> kKnown = {
-          "supports_guarded_submission",
-          "begin_static_weight_import",
-          "static_weight_import.import_component",
-          "static_weight_import.seal",
-          "encode_static_weight_transform",
-          "configure_reusable_executables",
-          "seal_reusable_executables",
-          "reusable_executable_preparation",
-          "reusable_execution_catalog",
-          "encode_reusable_execution",
-          "trim_reusable_executables",
-          "coalesce_program_bindings"};
-      if (!kKnown.contains(s.method)) {
-        if (!event.required()) return step::Skipped{fmt::format("OptionalCall {}", s.method)};
-        return std::unexpected(TraceError{
-            TraceErrorKind::kUnknownRequiredEvent,
-            fmt::format("event {} (OptionalCall): unknown required optional method `{}`; this "
-                        "replayer cannot reproduce it",
-                        ordinal_, s.method)});
+    case B::OptionalCall:
+      return optional_call(*event.body_as_OptionalCall(), event.required());
+    case B::GuardedSubmissionQueried:
+      return step::GuardedSubmissionQueried{event.body_as_GuardedSubmissionQueried()->supported()};
+    case B::BeginStaticWeightImport: {
+      const auto* e = event.body_as_BeginStaticWeightImport();
+      step::BeginStaticWeightImport s{e->supported(), opt(e->session()), {}};
+      if (!s.supported) return unsupported(s, e->error() != nullptr);
+      VTRACE_TRY(out, result_or_error(e->error(), s.session.has_value(), "session"));
+      s.outcome = std::move(out);
+      return s;
+    }
+    case B::ImportComponent: {
+      const auto* e = event.body_as_ImportComponent();
+      VTRACE_TRY(session, need_opt(e->session(), "session"));
+      VTRACE_TRY(blob, need(e->payload(), "payload"));
+      VTRACE_TRY(destination, need_ref(e->destination(), "destination"));
+      VTRACE_TRY(out, outcome(e->error()));
+      return step::ImportComponent{session,
+                                   destination,
+                                   e->destination_offset_bytes(),
+                                   schema::from_fb(blob),
+                                   e->payload_bytes(),
+                                   std::move(out)};
+    }
+    case B::SealStaticWeightImport: {
+      const auto* e = event.body_as_SealStaticWeightImport();
+      VTRACE_TRY(session, need_opt(e->session(), "session"));
+      VTRACE_TRY(out, outcome(e->error()));
+      return step::SealStaticWeightImport{session, std::move(out)};
+    }
+    case B::EncodeStaticWeightTransform: {
+      const auto* e = event.body_as_EncodeStaticWeightTransform();
+      VTRACE_TRY(source, need_ref(e->source(), "source"));
+      VTRACE_TRY(destination, need_ref(e->destination(), "destination"));
+      step::EncodeStaticWeightTransform s{source,         destination,       str(e->transform_id()),
+                                          e->supported(), opt(e->command()), {}};
+      if (!s.supported) return unsupported(s, e->error() != nullptr);
+      VTRACE_TRY(out, result_or_error(e->error(), s.command.has_value(), "command"));
+      s.outcome = std::move(out);
+      return s;
+    }
+    case B::ConfigureReusableExecutables: {
+      const auto* e = event.body_as_ConfigureReusableExecutables();
+      step::ConfigureReusableExecutables s;
+      VTRACE_TRY(answer, preparation(e->stream(), e->preparation(), e->error()));
+      static_cast<step::PreparationAnswer&>(s) = std::move(answer);
+      s.maximum_executables = e->maximum_executables();
+      VTRACE_TRY(lifetime, enum_of(e->catalog_lifetime(), "catalog_lifetime"));
+      s.catalog_lifetime = lifetime;
+      return s;
+    }
+    case B::SealReusableExecutables: {
+      const auto* e = event.body_as_SealReusableExecutables();
+      VTRACE_TRY(answer, preparation(e->stream(), e->preparation(), e->error()));
+      return step::SealReusableExecutables{std::move(answer)};
+    }
+    case B::ReusablePreparationQueried: {
+      const auto* e = event.body_as_ReusablePreparationQueried();
+      VTRACE_TRY(answer, preparation(e->stream(), e->preparation(), e->error()));
+      return step::ReusablePreparationQueried{std::move(answer)};
+    }
+    case B::ReusableCatalogQueried: {
+      const auto* e = event.body_as_ReusableCatalogQueried();
+      VTRACE_TRY(out, result_or_error(e->error(), e->catalog() != nullptr, "catalog"));
+      return step::ReusableCatalogQueried{ref(e->stream()), catalog(e->catalog()), std::move(out)};
+    }
+    case B::EncodeReusableExecution: {
+      const auto* e = event.body_as_EncodeReusableExecution();
+      VTRACE_TRY(out, outcome(e->error()));
+      if (out && e->command().has_value()) {
+        return std::unexpected(error("names a returned command and an error"));
       }
-      s.stream = ref(e->stream());
-      s.session = opt(e->session());
-      s.buffer = ref(e->buffer());
-      s.destination = ref(e->destination());
-      s.offset_bytes = e->offset_bytes();
-      if (e->payload() != nullptr) s.payload = schema::from_fb(*e->payload());
-      s.payload_bytes = e->payload_bytes();
-      s.text = e->text() ? e->text()->str() : "";
-      s.node_index = e->node_index();
-      s.supported = e->supported();
-      s.flag = e->flag();
-      s.plan_maximum_executables = e->plan_maximum_executables();
-      VTRACE_TRY(lifetime, enum_of(e->plan_catalog_lifetime(), "plan_catalog_lifetime"));
-      s.plan_lifetime = lifetime;
-      if (e->commands_in() != nullptr) {
-        for (const auto* c : *e->commands_in()) s.commands_in.push_back(ref(c));
-      }
-      s.command = opt(e->command());
+      return step::EncodeReusableExecution{str(e->program_id()), e->node_index(), opt(e->command()),
+                                           std::move(out)};
+    }
+    case B::TrimReusableExecutables: {
+      const auto* e = event.body_as_TrimReusableExecutables();
+      const bool has_trim =
+          e->released_executables().has_value() && e->released_rejections().has_value();
+      VTRACE_TRY(out, result_or_error(e->error(), has_trim, "released_executables"));
+      std::optional<rt::ReusableExecutionTrim> trim;
+      if (has_trim)
+        trim = rt::ReusableExecutionTrim{*e->released_executables(), *e->released_rejections()};
+      return step::TrimReusableExecutables{ref(e->stream()), trim, std::move(out)};
+    }
+    case B::CoalesceProgramBindings: {
+      const auto* e = event.body_as_CoalesceProgramBindings();
+      VTRACE_TRY(out, result_or_error(e->error(), e->commands_out() != nullptr, "commands_out"));
+      step::CoalesceProgramBindings s{refs(e->commands_in()), {}, std::move(out)};
       if (e->commands_out() != nullptr) {
         s.commands_out.assign(e->commands_out()->begin(), e->commands_out()->end());
-      }
-      if (e->preparation() != nullptr) {
-        VTRACE_TRY(p, lift(schema::read_preparation(e->preparation())));
-        s.preparation = p;
-      }
-      if (e->catalog() != nullptr) {
-        std::vector<rt::ReusableExecutionProgram> programs;
-        for (const auto* p : *e->catalog()) {
-          programs.push_back({p->program_id() ? p->program_id()->str() : "", p->node_count()});
-        }
-        s.catalog = std::move(programs);
-      }
-      if (s.method == "trim_reusable_executables") {
-        s.trim = rt::ReusableExecutionTrim{e->released_executables(), e->released_rejections()};
-      }
-      VTRACE_TRY(out, outcome(e->error()));
-      s.outcome = std::move(out);
-      const bool session_method = s.method.starts_with("static_weight_import.");
-      if (session_method && !s.session) return std::unexpected(error("lacks `session`"));
-      if (s.method == "static_weight_import.import_component") {
-        if (!s.payload) return std::unexpected(error("lacks `payload`"));
-        if (s.buffer.space == ObjectRef::Space::kNull) {
-          return std::unexpected(error("lacks `buffer`"));
-        }
-      }
-      if (s.method == "encode_static_weight_transform" &&
-          (s.buffer.space == ObjectRef::Space::kNull ||
-           s.destination.space == ObjectRef::Space::kNull)) {
-        return std::unexpected(error("lacks `buffer` or `destination`"));
-      }
-      if (s.outcome && (s.command || !s.commands_out.empty())) {
-        return std::unexpected(error("names a returned command and an error"));
       }
       return s;
     }
@@ -382,10 +446,114 @@ TraceResult<ReplayStepBody> Decoder::decode(const fb::Event& event) const {
                   ordinal_, static_cast<unsigned>(event.body_type()))});
 }
 
+// A format 1.0-1.1 OptionalCall: the step of its method, from the fields that method used (the
+// only place that dispatches on the method's name).
+TraceResult<ReplayStepBody> Decoder::optional_call(const fb::OptionalCall& e, bool required) const {
+  const std::string method = str(e.method());
+  // The outcome, read only for a method this build knows (an unknown one is skipped unread).
+  auto result = [&]() -> TraceResult<Outcome> {
+    auto out = outcome(e.error());
+    if (out && *out && (e.command().has_value() || e.commands_out() != nullptr)) {
+      return std::unexpected(error("names a returned command and an error"));
+    }
+    return out;
+  };
+  auto answer = [&]() -> TraceResult<step::PreparationAnswer> {
+    auto out = result();
+    if (!out) return std::unexpected(out.error());
+    step::PreparationAnswer a{ref(e.stream()), std::nullopt, std::move(*out)};
+    if (e.preparation() != nullptr) {
+      auto p = lift(schema::read_preparation(e.preparation()));
+      if (!p) return std::unexpected(p.error());
+      a.preparation = *p;
+    }
+    return a;
+  };
+  if (method == "supports_guarded_submission") return step::GuardedSubmissionQueried{e.flag()};
+  if (method == "begin_static_weight_import") {
+    VTRACE_TRY(out, result());
+    return step::BeginStaticWeightImport{e.supported(), opt(e.session()), std::move(out)};
+  }
+  if (method == "static_weight_import.import_component") {
+    VTRACE_TRY(session, need_opt(e.session(), "session"));
+    VTRACE_TRY(blob, need(e.payload(), "payload"));
+    VTRACE_TRY(destination, need_ref(e.buffer(), "buffer"));
+    VTRACE_TRY(out, result());
+    return step::ImportComponent{session,           destination,
+                                 e.offset_bytes(),  schema::from_fb(blob),
+                                 e.payload_bytes(), std::move(out)};
+  }
+  if (method == "static_weight_import.seal") {
+    VTRACE_TRY(session, need_opt(e.session(), "session"));
+    VTRACE_TRY(out, result());
+    return step::SealStaticWeightImport{session, std::move(out)};
+  }
+  if (method == "encode_static_weight_transform") {
+    VTRACE_TRY(source, need_ref(e.buffer(), "buffer"));
+    VTRACE_TRY(destination, need_ref(e.destination(), "destination"));
+    VTRACE_TRY(out, result());
+    return step::EncodeStaticWeightTransform{source,        destination,      str(e.text()),
+                                             e.supported(), opt(e.command()), std::move(out)};
+  }
+  if (method == "configure_reusable_executables") {
+    step::ConfigureReusableExecutables s;
+    VTRACE_TRY(a, answer());
+    static_cast<step::PreparationAnswer&>(s) = std::move(a);
+    s.maximum_executables = e.plan_maximum_executables();
+    VTRACE_TRY(lifetime, enum_of(e.plan_catalog_lifetime(), "plan_catalog_lifetime"));
+    s.catalog_lifetime = lifetime;
+    return s;
+  }
+  if (method == "seal_reusable_executables") {
+    VTRACE_TRY(a, answer());
+    return step::SealReusableExecutables{std::move(a)};
+  }
+  if (method == "reusable_executable_preparation") {
+    VTRACE_TRY(a, answer());
+    return step::ReusablePreparationQueried{std::move(a)};
+  }
+  if (method == "reusable_execution_catalog") {
+    VTRACE_TRY(out, result());
+    return step::ReusableCatalogQueried{ref(e.stream()), catalog(e.catalog()), std::move(out)};
+  }
+  if (method == "encode_reusable_execution") {
+    VTRACE_TRY(out, result());
+    return step::EncodeReusableExecution{str(e.text()), e.node_index(), opt(e.command()),
+                                         std::move(out)};
+  }
+  if (method == "trim_reusable_executables") {
+    VTRACE_TRY(out, result());
+    std::optional<rt::ReusableExecutionTrim> trim;
+    if (!out) trim = rt::ReusableExecutionTrim{e.released_executables(), e.released_rejections()};
+    return step::TrimReusableExecutables{ref(e.stream()), trim, std::move(out)};
+  }
+  if (method == "coalesce_program_bindings") {
+    VTRACE_TRY(out, result());
+    step::CoalesceProgramBindings s{refs(e.commands_in()), {}, std::move(out)};
+    if (e.commands_out() != nullptr) {
+      s.commands_out.assign(e.commands_out()->begin(), e.commands_out()->end());
+    }
+    return s;
+  }
+  if (!required) return step::Skipped{fmt::format("OptionalCall {}", method)};
+  return std::unexpected(
+      TraceError{TraceErrorKind::kUnknownRequiredEvent,
+                 fmt::format("event {} (OptionalCall): unknown required optional method `{}`; this "
+                             "replayer cannot reproduce it",
+                             ordinal_, method)});
+}
+
 #undef VTRACE_TRY
 
 
 }  // namespace
+
+TraceResult<ReplayStep> decode_step(std::uint64_t ordinal, const fb::Event& event) {
+  const std::string_view kind = schema::event_kind_name(event);
+  auto body = Decoder(ordinal, kind).decode(event);
+  if (!body) return std::unexpected(body.error());
+  return ReplayStep{ordinal, std::string(kind), std::move(*body)};
+}
 
 TraceResult<ReplayPlan> ReplayPlan::build(schema::TraceReader& reader) {
   ReplayPlan plan;
@@ -402,7 +570,6 @@ TraceResult<ReplayPlan> ReplayPlan::build(schema::TraceReader& reader) {
     plan.recovery_.file_bytes = recovery.file_bytes;
   }
   detail::ReferenceCheck references;
-  std::vector<schema::BlobId> blobs;  // those of the event being visited
   std::vector<std::pair<std::uint64_t, schema::BlobId>> named;  // (event, payload), in event order
   std::optional<TraceError> failure;
   plan.steps_.reserve(reader.event_count());
@@ -414,15 +581,18 @@ TraceResult<ReplayPlan> ReplayPlan::build(schema::TraceReader& reader) {
           failure = corrupt(ordinal, kind, fmt::format("has sequence number {}", event->seq()));
           return false;
         }
-        blobs.clear();
         Decoder decoder(ordinal, kind);
         auto body = decoder.decode(*event);
         if (!body) {
           failure = body.error();
           return false;
         }
-        if (std::holds_alternative<step::SubmitBegin>(*body)) references.begins_.insert(ordinal);
-        if (auto bad = references.visit(*body, blobs)) {
+        // A skipped step (an annotation of a kind this build does not know) links to nothing.
+        const auto links = std::holds_alternative<step::Skipped>(*body)
+                               ? schema::EventLinks{}
+                               : schema::event_links(*event);
+        if (auto bad = references.visit(ordinal, std::holds_alternative<step::SubmitBegin>(*body),
+                                        links)) {
           failure = corrupt(ordinal, kind, *bad);
           return false;
         }
@@ -430,7 +600,7 @@ TraceResult<ReplayPlan> ReplayPlan::build(schema::TraceReader& reader) {
             opened != nullptr && plan.recorded_runtime_.empty()) {
           plan.recorded_runtime_ = opened->registry_name;
         }
-        for (const auto& id : blobs) named.emplace_back(ordinal, id);
+        for (const auto& id : links.payloads) named.emplace_back(ordinal, id);
         plan.steps_.push_back({ordinal, std::string(kind), std::move(*body)});
         return true;
       });

@@ -82,6 +82,12 @@ class StepExecutor::Visitor {
     out_.outcome = outcome_of(live);
     return live.has_value();
   }
+  // The answer of a preparation-returning method.
+  void preparation(const rt::Result<rt::ReusableExecutionPreparation>& live) {
+    if (outcome(live)) out_.preparation = *live;
+  }
+  // A live import session; nullptr (and a problem) when it is missing.
+  rt::StaticWeightImportSession* session(std::uint64_t ordinal);
   // A created object is kept when the live call and the recorded one both succeeded.
   static bool recorded_ok(const Outcome& recorded) { return !recorded.has_value(); }
 
@@ -283,8 +289,35 @@ class StepExecutor::Visitor {
                           : DescribeAnswer{std::nullopt, live.error().display()};
   }
 
-  void exec(const step::OptionalCall& s);
-  void exec_coalesce(const step::OptionalCall& s);
+  // ---- the optional methods (spec 5.2) ----
+  void exec(const step::GuardedSubmissionQueried&) {
+    out_.flag = rt_.supports_guarded_submission();
+  }
+  void exec(const step::BeginStaticWeightImport& s);
+  void exec(const step::ImportComponent& s);
+  void exec(const step::SealStaticWeightImport& s);
+  void exec(const step::EncodeStaticWeightTransform& s);
+  void exec(const step::ConfigureReusableExecutables& s);
+  void exec(const step::SealReusableExecutables& s) {
+    if (rt::Stream* st = stream(s.stream)) preparation(rt_.seal_reusable_executables(*st));
+  }
+  void exec(const step::ReusablePreparationQueried& s) {
+    if (rt::Stream* st = stream(s.stream)) preparation(rt_.reusable_executable_preparation(*st));
+  }
+  void exec(const step::ReusableCatalogQueried& s) {
+    rt::Stream* st = stream(s.stream);
+    if (st == nullptr) return;
+    auto live = rt_.reusable_execution_catalog(*st);
+    if (outcome(live)) out_.catalog = std::move(*live);
+  }
+  void exec(const step::EncodeReusableExecution& s);
+  void exec(const step::TrimReusableExecutables& s) {
+    rt::Stream* st = stream(s.stream);
+    if (st == nullptr) return;
+    auto live = rt_.trim_reusable_executables(*st);
+    if (outcome(live)) out_.trim = *live;
+  }
+  void exec(const step::CoalesceProgramBindings& s);
 
   void exec(const step::CounterSnapshot&) {
     if (auto live = rt_.counter_snapshot()) out_.counters = minus(*live, ex_.private_traffic_);
@@ -298,100 +331,80 @@ class StepExecutor::Visitor {
   Observation& out_;
 };
 
-void StepExecutor::Visitor::exec(const step::OptionalCall& s) {
-  const std::string& m = s.method;
-  if (m == "supports_guarded_submission") {
-    out_.flag = rt_.supports_guarded_submission();
-    return;
+void StepExecutor::Visitor::exec(const step::BeginStaticWeightImport& s) {
+  auto live = rt_.begin_static_weight_import();
+  out_.supported = live.has_value();
+  if (!live || !outcome(*live)) return;
+  if (s.supported && recorded_ok(s.outcome) && s.session) {
+    objects_.keep_session(*s.session, std::move(**live));
   }
-  if (m == "begin_static_weight_import") {
-    auto live = rt_.begin_static_weight_import();
-    out_.supported = live.has_value();
-    if (!live || !outcome(*live)) return;
-    if (s.supported && recorded_ok(s.outcome) && s.session) {
-      objects_.keep_session(*s.session, std::move(**live));
-    }
-    return;
+}
+
+rt::StaticWeightImportSession* StepExecutor::Visitor::session(std::uint64_t ordinal) {
+  rt::StaticWeightImportSession* found = objects_.session(ordinal);
+  if (found == nullptr) {
+    out_.problems.push_back(
+        {ExecutionProblem::Kind::kMissingSession, {}, ObjectKind::kImportSession, ordinal, {}});
   }
-  if (m == "static_weight_import.import_component" || m == "static_weight_import.seal") {
-    rt::StaticWeightImportSession* session = objects_.session(*s.session);
-    if (session == nullptr) {
-      out_.problems.push_back(
-          {ExecutionProblem::Kind::kMissingSession, {}, ObjectKind::kImportSession, *s.session, {}});
-      return;
-    }
-    if (m == "static_weight_import.seal") {
-      outcome(session->seal());
-      return;
-    }
-    bool ok = false;
-    const rt::Buffer* dst = buffer(s.buffer, ok);
-    if (dst == nullptr) return;
-    outcome(session->import_component(*ex_.plan_.payload(*s.payload), *dst, s.offset_bytes));
-    return;
+  return found;
+}
+
+void StepExecutor::Visitor::exec(const step::ImportComponent& s) {
+  rt::StaticWeightImportSession* live = session(s.session);
+  bool ok = false;
+  const rt::Buffer* dst = buffer(s.destination, ok);
+  if (live == nullptr || dst == nullptr) return;
+  outcome(live->import_component(*ex_.plan_.payload(s.payload), *dst, s.offset_bytes));
+}
+
+void StepExecutor::Visitor::exec(const step::SealStaticWeightImport& s) {
+  if (rt::StaticWeightImportSession* live = session(s.session)) outcome(live->seal());
+}
+
+void StepExecutor::Visitor::exec(const step::EncodeStaticWeightTransform& s) {
+  bool ok_src = false;
+  bool ok_dst = false;
+  const rt::Buffer* src = buffer(s.source, ok_src);
+  const rt::Buffer* dst = buffer(s.destination, ok_dst);
+  if (src == nullptr || dst == nullptr) return;
+  auto live = rt_.encode_static_weight_transform({src, dst, s.transform_id});
+  out_.supported = live.has_value();
+  if (!live || !outcome(*live)) return;
+  rt::CommandPtr command = std::move(**live);
+  out_.returned_command = command != nullptr;
+  if (s.supported && recorded_ok(s.outcome) && s.command && command) {
+    objects_.keep_command(*s.command, std::move(command));
   }
-  if (m == "encode_static_weight_transform") {
-    bool ok_src = false;
-    bool ok_dst = false;
-    const rt::Buffer* src = buffer(s.buffer, ok_src);
-    const rt::Buffer* dst = buffer(s.destination, ok_dst);
-    if (src == nullptr || dst == nullptr) return;
-    auto live = rt_.encode_static_weight_transform({src, dst, s.text});
-    out_.supported = live.has_value();
-    if (!live || !outcome(*live)) return;
-    rt::CommandPtr command = std::move(**live);
-    out_.returned_command = command != nullptr;
-    if (s.supported && recorded_ok(s.outcome) && s.command && command) {
-      objects_.keep_command(*s.command, std::move(command));
-    }
-    return;
-  }
-  if (m == "encode_reusable_execution") {
-    auto live = rt_.encode_reusable_execution({s.text, s.node_index});
-    if (!outcome(live)) return;
-    rt::CommandPtr command = live->has_value() ? std::move(**live) : rt::CommandPtr{};
-    out_.returned_command = command != nullptr;
-    if (recorded_ok(s.outcome) && s.command && command) {
-      objects_.keep_command(*s.command, std::move(command));
-    }
-    return;
-  }
-  if (m == "coalesce_program_bindings") {
-    exec_coalesce(s);
-    return;
-  }
+}
+
+void StepExecutor::Visitor::exec(const step::ConfigureReusableExecutables& s) {
   rt::Stream* st = stream(s.stream);
   if (st == nullptr) return;
-  if (m == "trim_reusable_executables") {
-    auto live = rt_.trim_reusable_executables(*st);
-    if (outcome(live)) out_.trim = *live;
+  auto plan = rt::ReusableExecutionPlan::create(s.maximum_executables, s.catalog_lifetime);
+  if (!plan) {
+    out_.problems.push_back({ExecutionProblem::Kind::kInvalidArgument,
+                             {},
+                             ObjectKind::kStream,
+                             0,
+                             plan.error().display()});
     return;
   }
-  if (m == "reusable_execution_catalog") {
-    auto live = rt_.reusable_execution_catalog(*st);
-    if (outcome(live)) out_.catalog = std::move(*live);
-    return;
+  preparation(rt_.configure_reusable_executables(*st, *plan));
+}
+
+void StepExecutor::Visitor::exec(const step::EncodeReusableExecution& s) {
+  auto live = rt_.encode_reusable_execution({s.program_id, s.node_index});
+  if (!outcome(live)) return;
+  rt::CommandPtr command = live->has_value() ? std::move(**live) : rt::CommandPtr{};
+  out_.returned_command = command != nullptr;
+  if (recorded_ok(s.outcome) && s.command && command) {
+    objects_.keep_command(*s.command, std::move(command));
   }
-  rt::Result<rt::ReusableExecutionPreparation> live = rt::ReusableExecutionPreparation{};
-  if (m == "configure_reusable_executables") {
-    auto plan = rt::ReusableExecutionPlan::create(s.plan_maximum_executables, s.plan_lifetime);
-    if (!plan) {
-      out_.problems.push_back({ExecutionProblem::Kind::kInvalidArgument, {}, ObjectKind::kStream,
-                               0, plan.error().display()});
-      return;
-    }
-    live = rt_.configure_reusable_executables(*st, *plan);
-  } else if (m == "seal_reusable_executables") {
-    live = rt_.seal_reusable_executables(*st);
-  } else {
-    live = rt_.reusable_executable_preparation(*st);
-  }
-  if (outcome(live)) out_.preparation = *live;
 }
 
 // The input commands are consumed (like a submit's); the outputs take the ordinals the recorder
 // assigned, in order, so later submits find them.
-void StepExecutor::Visitor::exec_coalesce(const step::OptionalCall& s) {
+void StepExecutor::Visitor::exec(const step::CoalesceProgramBindings& s) {
   std::vector<rt::CommandPtr> input;
   input.reserve(s.commands_in.size());
   bool all_ok = true;

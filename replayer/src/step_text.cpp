@@ -109,22 +109,34 @@ std::string describe_step(const ReplayStep& s) {
                              b.layout.element_count());
         } else if constexpr (std::is_same_v<T, step::DescribeError>) {
           return fmt::format("describe_error({})", rt::error_kind_name(b.input.kind()));
-        } else if constexpr (std::is_same_v<T, step::OptionalCall>) {
-          if (b.method == "encode_reusable_execution") {
-            return fmt::format("encode_reusable_execution({}, node {})", b.text, b.node_index);
-          }
-          if (b.method == "encode_static_weight_transform") {
-            return fmt::format("encode_static_weight_transform({}, {}, {})",
-                               b.buffer.to_string(K::kBuffer), b.destination.to_string(K::kBuffer),
-                               b.text);
-          }
-          if (b.method == "coalesce_program_bindings") {
-            return fmt::format("coalesce_program_bindings({} commands)", b.commands_in.size());
-          }
-          if (b.stream.space != ObjectRef::Space::kNull) {
-            return fmt::format("{}({})", b.method, b.stream.to_string(K::kStream));
-          }
-          return b.method;
+        } else if constexpr (std::is_same_v<T, step::GuardedSubmissionQueried>) {
+          return "supports_guarded_submission";
+        } else if constexpr (std::is_same_v<T, step::BeginStaticWeightImport>) {
+          return "begin_static_weight_import";
+        } else if constexpr (std::is_same_v<T, step::ImportComponent>) {
+          return fmt::format("import_component(session {}, {} bytes, {}, offset {})", b.session,
+                             b.payload_bytes, b.destination.to_string(K::kBuffer), b.offset_bytes);
+        } else if constexpr (std::is_same_v<T, step::SealStaticWeightImport>) {
+          return fmt::format("seal_static_weight_import(session {})", b.session);
+        } else if constexpr (std::is_same_v<T, step::EncodeStaticWeightTransform>) {
+          return fmt::format("encode_static_weight_transform({}, {}, {})",
+                             b.source.to_string(K::kBuffer), b.destination.to_string(K::kBuffer),
+                             b.transform_id);
+        } else if constexpr (std::is_same_v<T, step::ConfigureReusableExecutables>) {
+          return fmt::format("configure_reusable_executables({}, max {})",
+                             b.stream.to_string(K::kStream), b.maximum_executables);
+        } else if constexpr (std::is_same_v<T, step::SealReusableExecutables>) {
+          return fmt::format("seal_reusable_executables({})", b.stream.to_string(K::kStream));
+        } else if constexpr (std::is_same_v<T, step::ReusablePreparationQueried>) {
+          return fmt::format("reusable_executable_preparation({})", b.stream.to_string(K::kStream));
+        } else if constexpr (std::is_same_v<T, step::ReusableCatalogQueried>) {
+          return fmt::format("reusable_execution_catalog({})", b.stream.to_string(K::kStream));
+        } else if constexpr (std::is_same_v<T, step::EncodeReusableExecution>) {
+          return fmt::format("encode_reusable_execution({}, node {})", b.program_id, b.node_index);
+        } else if constexpr (std::is_same_v<T, step::TrimReusableExecutables>) {
+          return fmt::format("trim_reusable_executables({})", b.stream.to_string(K::kStream));
+        } else if constexpr (std::is_same_v<T, step::CoalesceProgramBindings>) {
+          return fmt::format("coalesce_program_bindings({} commands)", b.commands_in.size());
         } else if constexpr (std::is_same_v<T, step::CounterSnapshot>) {
           return fmt::format("counter_snapshot (after event {})", b.after_seq);
         } else {

@@ -1,8 +1,6 @@
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
-
-#include "vtrace/runtime/forwarding_runtime.h"
-
-
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -11,10 +9,10 @@
 #include <set>
 #include <thread>
 
-#include <unistd.h>
-
 #include "recorder_test_support.h"
+#include "support/importing_runtime.h"
 #include "vtrace/recorder/open.h"
+#include "vtrace/runtime/forwarding_runtime.h"
 
 using namespace vtrace::recorder::testing;
 using vtrace::recorder::RecorderOptions;
@@ -114,12 +112,24 @@ ScriptOutcome run_script(RecordingRuntime& rec, vtrace::runtime::DeviceRuntime& 
   REQUIRE(report.has_value());
   out.describe_code = report->code();
 
-  // Optional methods (the reference runtime keeps the spec's defaults).
-  REQUIRE_FALSE(rec.begin_static_weight_import().has_value());
+  // Optional methods: an import session (the ImportingRuntime under the recorder); the others
+  // keep the spec's defaults of the reference runtime.
+  auto session = rec.begin_static_weight_import();
+  REQUIRE(session.has_value());
+  REQUIRE(session->has_value());
+  REQUIRE((*session)->get()->import_component(f16_bytes({1.0f, 2.0f}), *b, 4).has_value());
+  REQUIRE((*session)->get()->seal().has_value());
   REQUIRE_FALSE(rec.supports_guarded_submission());
+  REQUIRE_FALSE(
+      rec.encode_static_weight_transform({b.get(), b.get(), "transform.test"}).has_value());
   auto plan = rt::ReusableExecutionPlan::create(4);
   REQUIRE(plan.has_value());
   REQUIRE(rec.configure_reusable_executables(**stream, *plan).has_value());
+  REQUIRE(rec.seal_reusable_executables(**stream).has_value());
+  REQUIRE(rec.reusable_executable_preparation(**stream).has_value());
+  REQUIRE(rec.reusable_execution_catalog(**stream).has_value());
+  REQUIRE(rec.encode_reusable_execution({"program.test", 1}).has_value());
+  REQUIRE(rec.trim_reusable_executables(**stream).has_value());
   auto z3 = rec.encode_zero(*b, 0, 2);
   REQUIRE(z3.has_value());
   std::vector<rt::CommandPtr> to_coalesce;
@@ -143,7 +153,8 @@ TEST_CASE("a recorded session stores every event kind with its inputs and outcom
     auto other = make_reference("device.recorder.other");
     RecorderOptions options;
     options.workload_description = "scripted round trip";
-    auto rec = record_to_memory(make_reference(), sink, options);
+    auto rec = record_to_memory(std::make_unique<vtrace::test::ImportingRuntime>(make_reference()),
+                                sink, options);
     outcome = run_script(*rec, *other);
     auto closed = rec->close();
     REQUIRE(closed.has_value());
@@ -153,13 +164,14 @@ TEST_CASE("a recorded session stores every event kind with its inputs and outcom
   auto trace = read_trace(sink->copy());
   REQUIRE(trace.reader->complete());
 
-  // Every kind this build defines appears.
+  // Every kind this build writes appears (all but OptionalCall, which only 1.0-1.1 wrote).
   std::set<std::string> seen;
   for (const auto& [kind, count] : trace.counts()) seen.insert(kind);
   for (auto k = static_cast<unsigned>(fb::EventBody::MIN) + 1;
        k <= static_cast<unsigned>(fb::EventBody::MAX); ++k) {
-    INFO("event kind " << schema::event_kind_name(static_cast<fb::EventBody>(k)));
-    CHECK(seen.count(std::string(schema::event_kind_name(static_cast<fb::EventBody>(k)))) == 1);
+    const std::string kind(schema::event_kind_name(static_cast<fb::EventBody>(k)));
+    INFO("event kind " << kind);
+    CHECK(seen.count(kind) == (kind == "OptionalCall" ? 0 : 1));
   }
   // Sequence numbers are the record ordinals; every event is required.
   for (std::size_t i = 0; i < trace.records.size(); ++i) {
@@ -315,18 +327,49 @@ TEST_CASE("a recorded session stores every event kind with its inputs and outcom
   CHECK(str(describes[0]->error()->kind()) == "copy_out_of_bounds");
   CHECK(str(describes[0]->report()->code()) == outcome.describe_code);
 
-  auto optionals = trace.all<fb::OptionalCall>(fb::EventBody::OptionalCall);
-  std::vector<std::string> methods;
-  for (const auto* o : optionals) methods.push_back(str(o->method()));
-  CHECK(methods == std::vector<std::string>{"begin_static_weight_import",
-                                            "supports_guarded_submission",
-                                            "configure_reusable_executables",
-                                            "coalesce_program_bindings"});
-  CHECK_FALSE(optionals[0]->supported());
-  CHECK(optionals[2]->plan_maximum_executables() == 4);
-  CHECK(optionals[2]->preparation()->state() == fb::ReusableExecutionState::Unsupported);
-  REQUIRE(optionals[3]->commands_in()->size() == 1);
-  REQUIRE(optionals[3]->commands_out()->size() == 1);
+  // Each optional method as its own event kind (format 1.2), none as an OptionalCall.
+  CHECK(trace.all<fb::OptionalCall>(fb::EventBody::OptionalCall).empty());
+  auto imports = trace.all<fb::BeginStaticWeightImport>(fb::EventBody::BeginStaticWeightImport);
+  REQUIRE(imports.size() == 1);
+  CHECK(imports[0]->supported());
+  CHECK(imports[0]->session() == 0);
+  auto components = trace.all<fb::ImportComponent>(fb::EventBody::ImportComponent);
+  REQUIRE(components.size() == 1);
+  CHECK(components[0]->session() == 0);
+  CHECK(components[0]->destination_offset_bytes() == 4);
+  CHECK(components[0]->payload_bytes() == 4);
+  CHECK(components[0]->error() == nullptr);
+  auto imported = trace.reader->blob(schema::from_fb(*components[0]->payload()));
+  REQUIRE(imported.has_value());
+  CHECK(*imported == f16_bytes({1.0f, 2.0f}));
+  auto guarded = trace.all<fb::GuardedSubmissionQueried>(fb::EventBody::GuardedSubmissionQueried);
+  REQUIRE(guarded.size() == 1);
+  CHECK_FALSE(guarded[0]->supported());
+  auto configures =
+      trace.all<fb::ConfigureReusableExecutables>(fb::EventBody::ConfigureReusableExecutables);
+  REQUIRE(configures.size() == 1);
+  CHECK(configures[0]->maximum_executables() == 4);
+  CHECK(configures[0]->preparation()->state() == fb::ReusableExecutionState::Unsupported);
+  CHECK(configures[0]->error() == nullptr);
+  auto coalesces = trace.all<fb::CoalesceProgramBindings>(fb::EventBody::CoalesceProgramBindings);
+  REQUIRE(coalesces.size() == 1);
+  REQUIRE(coalesces[0]->commands_in()->size() == 1);
+  REQUIRE(coalesces[0]->commands_out()->size() == 1);
+  // The optional events come in call order.
+  std::vector<fb::EventBody> order;
+  for (std::size_t i = 0; i < trace.records.size(); ++i) {
+    const auto k = trace.event(i).body_type();
+    if (k == fb::EventBody::BeginStaticWeightImport ||
+        k == fb::EventBody::GuardedSubmissionQueried ||
+        k == fb::EventBody::ConfigureReusableExecutables ||
+        k == fb::EventBody::CoalesceProgramBindings) {
+      order.push_back(k);
+    }
+  }
+  CHECK(order == std::vector<fb::EventBody>{fb::EventBody::BeginStaticWeightImport,
+                                            fb::EventBody::GuardedSubmissionQueried,
+                                            fb::EventBody::ConfigureReusableExecutables,
+                                            fb::EventBody::CoalesceProgramBindings});
 
   // Handles released when the script's scope ended.
   CHECK(trace.all<fb::BufferReleased>(fb::EventBody::BufferReleased).size() == 2);

@@ -1,12 +1,14 @@
 // Replay of the optional methods (spec 5.2) the recorder records, and the compatibility rule for
 // event kinds this build does not know.
-#include <catch2/catch.hpp>
-
 #include <fmt/format.h>
 
+#include <catch2/catch.hpp>
+
+#include "support/importing_runtime.h"
 #include "trace_fixtures.h"
 #include "vtrace/recorder/recording_runtime.h"
 #include "vtrace/replayer/replay_trace.h"
+#include "vtrace/replayer/step_text.h"
 #include "vtrace/runtime/forwarding_runtime.h"
 #include "vtrace/runtime/registry.h"
 #include "vtrace/schema/events.h"
@@ -97,81 +99,241 @@ void record_optional_session(const std::filesystem::path& path) {
   REQUIRE((*recording)->close().has_value());
 }
 
-std::vector<std::string> optional_methods(const std::filesystem::path& trace) {
+// The event kind names of a trace, in order.
+std::vector<std::string> event_kinds(const std::filesystem::path& trace) {
   auto reader = schema::TraceReader::open(trace);
   REQUIRE(reader.has_value());
-  std::vector<std::string> methods;
+  std::vector<std::string> kinds;
   REQUIRE((*reader)
               ->visit_events(0, (*reader)->event_count(),
                              [&](std::uint64_t, std::span<const std::uint8_t> bytes) {
-                               if (const auto* o = schema::event_of(bytes)->body_as_OptionalCall()) {
-                                 methods.push_back(o->method()->str());
-                               }
+                               kinds.emplace_back(
+                                   schema::event_kind_name(*schema::event_of(bytes)));
                                return true;
                              })
               .has_value());
-  return methods;
+  return kinds;
 }
 
-
-}  // namespace
-
-TEST_CASE("a recorded session calling every optional method replays to a match", "[replayer]") {
-  ScratchDir dir("replayer-optional");
-  const auto path = dir / "optional.vtrace";
-  record_optional_session(path);
-  const auto methods = optional_methods(path);
-  for (const char* method :
-       {"supports_guarded_submission", "begin_static_weight_import",
-        "encode_static_weight_transform", "configure_reusable_executables",
-        "seal_reusable_executables", "reusable_executable_preparation",
-        "reusable_execution_catalog", "encode_reusable_execution", "trim_reusable_executables",
-        "coalesce_program_bindings"}) {
-    INFO(method);
-    CHECK(std::find(methods.begin(), methods.end(), method) != methods.end());
-  }
-
-  auto reader = schema::TraceReader::open(path);
+rp::ReplayPlan plan_of(const std::filesystem::path& trace) {
+  auto reader = schema::TraceReader::open(trace);
   REQUIRE(reader.has_value());
   auto plan = rp::ReplayPlan::build(**reader);
   INFO((plan ? std::string() : plan.error().message));
   REQUIRE(plan.has_value());
-  std::uint64_t optional_steps = 0;
-  for (const auto& s : plan->steps()) {
-    CHECK_FALSE(std::holds_alternative<rp::step::Skipped>(s.body));
-    if (const auto* call = std::get_if<rp::step::OptionalCall>(&s.body)) {
-      ++optional_steps;
-      if (call->method == "coalesce_program_bindings") {
-        CHECK(call->commands_in.size() == 2);
-        CHECK(call->commands_out.size() == 2);
-      }
-      if (call->method == "encode_static_weight_transform") CHECK_FALSE(call->supported);
-      if (call->method == "encode_reusable_execution") {
-        CHECK_FALSE(call->command.has_value());
-        CHECK(call->text == "program.test");
-        CHECK(call->node_index == 2);
-      }
-      if (call->method == "reusable_execution_catalog") {
-        REQUIRE(call->catalog.has_value());
-        CHECK(call->catalog->empty());
-      }
-    }
-  }
-  CHECK(optional_steps == methods.size());
+  return std::move(*plan);
+}
 
+rp::ReplayReport replay_on_reference(const rp::ReplayPlan& plan,
+                                     rt::DeviceRuntime* live = nullptr) {
   auto primary = rt::default_registry().open("reference", {.device_id = "device.vtrace.0"});
   auto auxiliary = rt::default_registry().open("reference", {.device_id = "device.vtrace.1"});
   REQUIRE(primary.has_value());
   REQUIRE(auxiliary.has_value());
-  const auto report = rp::execute_plan(*plan, **primary, **auxiliary, {});
+  auto report = rp::execute_plan(plan, live ? *live : **primary, **auxiliary, {});
   for (const auto& m : report.mismatches) {
     UNSCOPED_INFO(fmt::format("event {} {}: expected {}, got {}", m.event, m.call, m.expected,
                               m.actual));
   }
+  return report;
+}
+
+// Records, on an importing reference runtime, a session that imports two components, seals,
+// tries a third component and a second seal (both refused), and reads the buffer back.
+void record_import_session(const std::filesystem::path& path) {
+  auto inner = rt::default_registry().open("reference", {.device_id = "device.vtrace.0"});
+  REQUIRE(inner.has_value());
+  auto recording = vtrace::recorder::RecordingRuntime::create(
+      std::make_unique<vtrace::test::ImportingRuntime>(std::move(*inner)), "reference", path, {});
+  REQUIRE(recording.has_value());
+  rt::DeviceRuntime& r = **recording;
+  {
+    auto stream = r.create_stream();
+    REQUIRE(stream.has_value());
+    auto weights = make_buffer(r, "weight.test.imported", 32);
+    auto session = r.begin_static_weight_import();
+    REQUIRE(session.has_value());
+    REQUIRE(session->has_value());
+    auto& s = **session;
+    const std::vector<std::uint8_t> first(16, 0x11), second(16, 0x22);
+    REQUIRE(s->import_component(first, *weights, 0).has_value());
+    REQUIRE(s->import_component(second, *weights, 16).has_value());
+    REQUIRE(s->seal().has_value());
+    CHECK_FALSE(s->import_component(first, *weights, 0).has_value());
+    CHECK_FALSE(s->seal().has_value());
+    auto region = rt::CopyRegion::create(0, 0, 32);
+    auto layout = rt::HostTransferLayout::create(rt::ElementType::kU8, 32);
+    auto read = r.readback(**stream, *weights, *region, *layout);
+    REQUIRE(read.has_value());
+    CHECK((*read)[0] == 0x11);
+    CHECK((*read)[31] == 0x22);
+  }
+  REQUIRE((*recording)->close().has_value());
+}
+
+std::string golden(const char* name) {
+  return (std::filesystem::path(VTRACE_SOURCE_DIR) / "traces" / name).string();
+}
+
+}  // namespace
+
+TEST_CASE("each optional method is recorded as its own event kind and replays to a match",
+          "[replayer]") {
+  ScratchDir dir("replayer-optional");
+  const auto path = dir / "optional.vtrace";
+  record_optional_session(path);
+  const auto kinds = event_kinds(path);
+  const std::vector<std::string> typed = {
+      "GuardedSubmissionQueried",     "BeginStaticWeightImport", "EncodeStaticWeightTransform",
+      "ConfigureReusableExecutables", "SealReusableExecutables", "ReusablePreparationQueried",
+      "ReusableCatalogQueried",       "EncodeReusableExecution", "TrimReusableExecutables",
+      "CoalesceProgramBindings"};
+  for (const auto& kind : typed) {
+    INFO(kind);
+    CHECK(std::count(kinds.begin(), kinds.end(), kind) == 1);
+  }
+  CHECK(std::find(kinds.begin(), kinds.end(), "OptionalCall") == kinds.end());
+
+  const auto plan = plan_of(path);
+  std::uint64_t typed_steps = 0;
+  for (const auto& s : plan.steps()) {
+    CHECK_FALSE(std::holds_alternative<rp::step::Skipped>(s.body));
+    if (std::find(typed.begin(), typed.end(), s.kind) != typed.end()) ++typed_steps;
+    if (const auto* c = std::get_if<rp::step::CoalesceProgramBindings>(&s.body)) {
+      CHECK(c->commands_in.size() == 2);
+      CHECK(c->commands_out.size() == 2);
+    }
+    if (const auto* t = std::get_if<rp::step::EncodeStaticWeightTransform>(&s.body)) {
+      CHECK_FALSE(t->supported);
+      CHECK(t->transform_id == "transpose");
+    }
+    if (const auto* e = std::get_if<rp::step::EncodeReusableExecution>(&s.body)) {
+      CHECK_FALSE(e->command.has_value());
+      CHECK(e->program_id == "program.test");
+      CHECK(e->node_index == 2);
+    }
+    if (const auto* c = std::get_if<rp::step::ReusableCatalogQueried>(&s.body)) {
+      REQUIRE(c->catalog.has_value());
+      CHECK(c->catalog->empty());
+    }
+    if (const auto* c = std::get_if<rp::step::ConfigureReusableExecutables>(&s.body)) {
+      CHECK(c->maximum_executables == 4);
+      CHECK(c->preparation.has_value());
+    }
+    if (const auto* t = std::get_if<rp::step::TrimReusableExecutables>(&s.body)) {
+      CHECK(t->trim.has_value());
+    }
+  }
+  CHECK(typed_steps == typed.size());
+
+  const auto report = replay_on_reference(plan);
   CHECK(report.matched());
   CHECK(report.checked.readbacks == 1);
-  CHECK(report.checked.calls >= methods.size());
+  CHECK(report.checked.calls >= typed.size());
   CHECK(report.events == report.executed);
+}
+
+TEST_CASE("a static weight import session is recorded, replayed, and its refusals reproduced",
+          "[replayer]") {
+  ScratchDir dir("replayer-import");
+  const auto path = dir / "import.vtrace";
+  record_import_session(path);
+  const auto kinds = event_kinds(path);
+  CHECK(std::count(kinds.begin(), kinds.end(), "BeginStaticWeightImport") == 1);
+  CHECK(std::count(kinds.begin(), kinds.end(), "ImportComponent") == 3);
+  CHECK(std::count(kinds.begin(), kinds.end(), "SealStaticWeightImport") == 2);
+
+  const auto plan = plan_of(path);
+  std::vector<const rp::step::ImportComponent*> components;
+  for (const auto& s : plan.steps()) {
+    if (const auto* c = std::get_if<rp::step::ImportComponent>(&s.body)) components.push_back(c);
+  }
+  REQUIRE(components.size() == 3);
+  CHECK(components[1]->offset_bytes == 16);
+  CHECK(components[1]->payload_bytes == 16);
+  CHECK_FALSE(components[1]->outcome.has_value());
+  CHECK(components[2]->outcome.has_value());  // after the seal
+
+  // Replayed on an importing runtime: every answer and the readback match.
+  auto inner = rt::default_registry().open("reference", {.device_id = "device.vtrace.0"});
+  REQUIRE(inner.has_value());
+  vtrace::test::ImportingRuntime importing(std::move(*inner));
+  const auto report = replay_on_reference(plan, &importing);
+  CHECK(report.matched());
+  CHECK(report.checked.readbacks == 1);
+  CHECK(report.events == report.executed);
+
+  // Replayed on the plain reference runtime, which has no import session: the difference is
+  // reported at the BeginStaticWeightImport event, first.
+  const auto plain = replay_on_reference(plan);
+  REQUIRE_FALSE(plain.matched());
+  CHECK(plain.mismatches.front().call == "begin_static_weight_import");
+}
+
+TEST_CASE("1.1 OptionalCall events plan as the same steps as their 1.2 event kinds", "[replayer]") {
+  // Both goldens are the contract workload, seed 1, recorded from the same source except the
+  // format: the 1.1 file writes every optional method as an OptionalCall, the 1.2 file as its own
+  // kind. Their plans must describe every step alike and hold the same step types.
+  const auto old_plan = plan_of(golden("contract-optional-v1.1.vtrace"));
+  const auto new_plan = plan_of(golden("contract-v1.2.vtrace"));
+  REQUIRE(old_plan.steps().size() == new_plan.steps().size());
+  std::uint64_t optional_calls = 0;
+  for (std::size_t i = 0; i < old_plan.steps().size(); ++i) {
+    const auto& a = old_plan.steps()[i];
+    const auto& b = new_plan.steps()[i];
+    INFO(fmt::format("event {}: {} / {}", i, a.kind, b.kind));
+    CHECK(a.body.index() == b.body.index());
+    CHECK(rp::describe_step(a) == rp::describe_step(b));
+    if (a.kind == "OptionalCall") {
+      ++optional_calls;
+      CHECK(b.kind != "OptionalCall");
+    } else {
+      CHECK(a.kind == b.kind);
+    }
+  }
+  CHECK(optional_calls == 40);
+}
+
+TEST_CASE("a 1.1 OptionalCall of an import session method decodes into its typed step",
+          "[replayer]") {
+  auto decode = [](const char* method, bool with_session, bool with_payload) {
+    flatbuffers::FlatBufferBuilder b;
+    const auto name = b.CreateString(method);
+    const fb::ObjectRef buffer(3, fb::RefSpace::Own);
+    const fb::BlobRef blob(7, 9);
+    fb::OptionalCallBuilder call(b);
+    call.add_method(name);
+    if (with_session) call.add_session(5);
+    call.add_buffer(&buffer);
+    call.add_offset_bytes(48);
+    if (with_payload) call.add_payload(&blob);
+    call.add_payload_bytes(16);
+    const auto body = call.Finish().Union();
+    const auto bytes = finish_event(b, 0, fb::EventBody::OptionalCall, body, true);
+    return rp::decode_step(0, *schema::event_of(bytes));
+  };
+  auto component = decode("static_weight_import.import_component", true, true);
+  REQUIRE(component.has_value());
+  const auto* c = std::get_if<rp::step::ImportComponent>(&component->body);
+  REQUIRE(c != nullptr);
+  CHECK(c->session == 5);
+  CHECK(c->destination == rp::ObjectRef{3, rp::ObjectRef::Space::kOwn});
+  CHECK(c->offset_bytes == 48);
+  CHECK(c->payload_bytes == 16);
+  CHECK(rp::describe_step(*component) ==
+        "import_component(session 5, 16 bytes, buffer#3, offset 48)");
+
+  auto seal = decode("static_weight_import.seal", true, false);
+  REQUIRE(seal.has_value());
+  REQUIRE(std::holds_alternative<rp::step::SealStaticWeightImport>(seal->body));
+  CHECK(std::get<rp::step::SealStaticWeightImport>(seal->body).session == 5);
+
+  auto no_session = decode("static_weight_import.seal", false, false);
+  REQUIRE_FALSE(no_session.has_value());
+  CHECK(no_session.error().message.find("lacks `session`") != std::string::npos);
+  auto no_payload = decode("static_weight_import.import_component", true, false);
+  REQUIRE_FALSE(no_payload.has_value());
+  CHECK(no_payload.error().message.find("lacks `payload`") != std::string::npos);
 }
 
 TEST_CASE("a replay whose runtime answers an optional method differently reports the mismatch",
@@ -240,7 +402,8 @@ TEST_CASE("an event of an unknown optional kind is skipped and the rest of the t
   REQUIRE(plan.has_value());
   REQUIRE(plan->steps().size() == unknown + 2);
   CHECK(std::holds_alternative<rp::step::Skipped>(plan->steps()[unknown].body));
-  CHECK(std::holds_alternative<rp::step::OptionalCall>(plan->steps()[unknown + 1].body));
+  CHECK(
+      std::holds_alternative<rp::step::GuardedSubmissionQueried>(plan->steps()[unknown + 1].body));
 
   auto report = rp::replay_trace(path, {}, rt::default_registry());
   INFO((report ? std::string() : report.error().message));

@@ -89,7 +89,7 @@ std::uint64_t events_read(vs::TraceReader& r) {
 }  // namespace
 
 TEST_CASE("a 1.1 trace ends its header with the header hash and checksums its footer", "[schema]") {
-  const Bytes b = small_trace();
+  const Bytes b = small_trace(1);
   CHECK(header_ends_with_its_hash(b));
   const Bytes table = footer_table(b);
   const std::uint64_t checksum = le64(b, b.size() - vs::kTrailerBytes + 16);
@@ -115,7 +115,7 @@ TEST_CASE("a 1.1 trace reads the way a 1.0 reader reads it, which ignores the ad
   // (the hash behind the table included), read the trailer's offset and size only, and verify the
   // footer table with the 1.0 fields. The generated code of 1.1 differs from 1.0's only by the
   // footer's appended header_hash, which a 1.0 verifier does not look at.
-  const Bytes b = small_trace();
+  const Bytes b = small_trace(1);
   Bytes header_table(b.begin() + 16, b.begin() + static_cast<std::ptrdiff_t>(header_end(b)));
   flatbuffers::Verifier hv(header_table.data(), header_table.size(), vs::kMaxFlatbufferDepth,
                            vs::kMaxFlatbufferTables);
@@ -136,6 +136,24 @@ TEST_CASE("a 1.1 trace reads the way a 1.0 reader reads it, which ignores the ad
   REQUIRE(f->frames()->size() > 0);
   CHECK(f->frames()->Get(0)->file_offset() == header_end(b));
   CHECK(le64(b, b.size() - vs::kTrailerBytes + 8) == b.size() - footer_offset(b));
+}
+
+TEST_CASE("a 1.2 trace has the 1.1 layout: only the header's minor differs", "[schema]") {
+  // 1.2 changed events (one kind per optional method), not the container.
+  const Bytes b12 = small_trace();
+  const Bytes b11 = small_trace(1);
+  auto r12 = open_bytes(b12);
+  auto r11 = open_bytes(b11);
+  REQUIRE(r12.has_value());
+  REQUIRE(r11.has_value());
+  CHECK((*r12)->header().format_minor == 2);
+  CHECK((*r11)->header().format_minor == 1);
+  CHECK(header_ends_with_its_hash(b12));
+  CHECK((*r12)->verify_all().has_value());
+  REQUIRE((*r12)->frames().size() == (*r11)->frames().size());
+  for (std::size_t i = 0; i < (*r12)->frames().size(); ++i) {
+    CHECK((*r12)->frames()[i].content_hash == (*r11)->frames()[i].content_hash);
+  }
 }
 
 TEST_CASE("a 1.0-layout trace without header hash or footer checksum is read completely", "[schema]") {
@@ -198,7 +216,7 @@ TEST_CASE("a header frame that does not match its hash is refused by open", "[sc
 }
 
 TEST_CASE("a header whose minor was lowered to 0 is caught by the footer's copy of its hash", "[schema]") {
-  Bytes b = small_trace();
+  Bytes b = small_trace(1);
   Bytes table(b.begin() + 16, b.begin() + static_cast<std::ptrdiff_t>(header_end(b) - vs::kHeaderHashBytes));
   const auto* h = flatbuffers::GetRoot<vtrace::container::Header>(table.data());
   // The generated table derives privately from flatbuffers::Table, which knows field addresses.

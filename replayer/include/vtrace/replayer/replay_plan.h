@@ -5,10 +5,12 @@
 // sequence number is not its ordinal, a field does not convert to a valid runtime value, an object
 // is referenced before the event that creates it (or after the one that releases it), a permit
 // generation was never admitted, a SubmitEnd names no SubmitBegin, or a payload blob is missing.
-// Unknown events marked not required are kept as Skipped steps; so is an OptionalCall naming a
-// method this build does not know when it is not required (a required one is refused with
-// kUnknownRequiredEvent, like an unknown required kind). Every payload the steps name is
-// loaded into the plan, so executing it reads nothing from the file.
+// The objects, permits, submits and payloads an event links to come from schema::event_links, the
+// one list the recorder's tests and `vtrace dump --payloads` use too. Unknown events marked not
+// required are kept as Skipped steps; so is a 1.0-1.1 OptionalCall naming a method this build
+// does not know when it is not required (a required one is refused with kUnknownRequiredEvent,
+// like an unknown required kind). Every payload the steps name is loaded into the plan, so
+// executing it reads nothing from the file.
 //
 // Recovered traces (no footer: the recording died or the file was cut) are planned as far as they
 // are meaningful: every recovered event is a step, except that the plan stops before the first
@@ -178,34 +180,69 @@ struct DescribeError {
   runtime::RuntimeError input;
   std::optional<runtime::DeviceErrorReport> report;  // nullopt: describe_error failed
 };
-// One call of an optional method (spec 5.2), or of a static weight import session. Every method
-// the recorder records is re-executed: supports_guarded_submission, begin_static_weight_import,
-// static_weight_import.import_component, static_weight_import.seal,
-// encode_static_weight_transform, configure_reusable_executables, seal_reusable_executables,
-// reusable_executable_preparation, reusable_execution_catalog, encode_reusable_execution,
-// trim_reusable_executables and coalesce_program_bindings.
-struct OptionalCall {
-  std::string method;
-  ObjectRef stream;
-  std::optional<std::uint64_t> session;  // import session ordinal (created or used)
-  ObjectRef buffer;                      // import destination / transform source
-  ObjectRef destination;                 // transform destination
+// The optional methods (spec 5.2) and the static weight import session, one step each (format
+// 1.2's event kinds; a 1.0-1.1 OptionalCall decodes into the step of its method). Every one is
+// re-executed. `supported = false`: the method answered "not supported" (nullopt).
+struct GuardedSubmissionQueried {
+  bool supported = false;
+};
+struct BeginStaticWeightImport {
+  bool supported = true;
+  std::optional<std::uint64_t> session;  // the import session created
+  Outcome outcome;
+};
+struct ImportComponent {
+  std::uint64_t session = 0;
+  ObjectRef destination;
   std::uint64_t offset_bytes = 0;
-  std::optional<schema::BlobId> payload;  // import_component's bytes
+  schema::BlobId payload;
   std::uint64_t payload_bytes = 0;
-  std::string text;                       // transform id / invocation program id
-  std::uint32_t node_index = 0;
-  bool supported = true;  // false: the method answered "not supported" (nullopt)
-  bool flag = false;
-  std::uint64_t plan_maximum_executables = 0;
-  runtime::ReusableExecutionCatalogLifetime plan_lifetime =
+  Outcome outcome;
+};
+struct SealStaticWeightImport {
+  std::uint64_t session = 0;
+  Outcome outcome;
+};
+struct EncodeStaticWeightTransform {
+  ObjectRef source, destination;
+  std::string transform_id;
+  bool supported = true;
+  std::optional<std::uint64_t> command;
+  Outcome outcome;
+};
+// The answer of the three preparation-returning methods.
+struct PreparationAnswer {
+  ObjectRef stream;
+  std::optional<runtime::ReusableExecutionPreparation> preparation;  // on success
+  Outcome outcome;
+};
+struct ConfigureReusableExecutables : PreparationAnswer {
+  std::uint64_t maximum_executables = 0;
+  runtime::ReusableExecutionCatalogLifetime catalog_lifetime =
       runtime::ReusableExecutionCatalogLifetime::kStartupSealed;
-  std::vector<ObjectRef> commands_in;               // coalesce_program_bindings
-  std::optional<std::uint64_t> command;             // a command returned
-  std::vector<std::uint64_t> commands_out;          // coalesce_program_bindings' results
-  std::optional<runtime::ReusableExecutionPreparation> preparation;
-  std::optional<std::vector<runtime::ReusableExecutionProgram>> catalog;
-  std::optional<runtime::ReusableExecutionTrim> trim;
+};
+struct SealReusableExecutables : PreparationAnswer {};
+struct ReusablePreparationQueried : PreparationAnswer {};
+struct ReusableCatalogQueried {
+  ObjectRef stream;
+  std::optional<std::vector<runtime::ReusableExecutionProgram>> catalog;  // on success
+  Outcome outcome;
+};
+struct EncodeReusableExecution {
+  std::string program_id;
+  std::uint32_t node_index = 0;
+  std::optional<std::uint64_t> command;  // success may return none
+  Outcome outcome;
+};
+struct TrimReusableExecutables {
+  ObjectRef stream;
+  std::optional<runtime::ReusableExecutionTrim> trim;  // on success
+  Outcome outcome;
+};
+// The input commands are consumed; the outputs take the recorded ordinals, in order.
+struct CoalesceProgramBindings {
+  std::vector<ObjectRef> commands_in;
+  std::vector<std::uint64_t> commands_out;
   Outcome outcome;
 };
 struct CounterSnapshot {
@@ -218,16 +255,20 @@ struct Skipped {
 };
 }  // namespace step
 
-// One alternative per event kind of vtrace.fbs (named after it), and Skipped.
-using ReplayStepBody =
-    std::variant<step::RuntimeOpened, step::ForeignObjectSeen, step::Admit, step::Allocate,
-                 step::BufferDescriptorQueried, step::BufferReleased, step::StreamCreated,
-                 step::StreamReleased, step::StreamStateQueried, step::EncodeCopy,
-                 step::EncodeUpload, step::EncodeZero, step::EncodeDenseLinear,
-                 step::CommandReleased, step::SubmitBegin, step::SubmitEnd,
-                 step::SubmissionAttribution, step::QueryFence, step::WaitFence,
-                 step::FenceReleased, step::Synchronize, step::Readback, step::DescribeError,
-                 step::OptionalCall, step::CounterSnapshot, step::Skipped>;
+// One alternative per event kind of vtrace.fbs (named after it; a 1.0-1.1 OptionalCall becomes
+// the alternative of its method), and Skipped.
+using ReplayStepBody = std::variant<
+    step::RuntimeOpened, step::ForeignObjectSeen, step::Admit, step::Allocate,
+    step::BufferDescriptorQueried, step::BufferReleased, step::StreamCreated, step::StreamReleased,
+    step::StreamStateQueried, step::EncodeCopy, step::EncodeUpload, step::EncodeZero,
+    step::EncodeDenseLinear, step::CommandReleased, step::SubmitBegin, step::SubmitEnd,
+    step::SubmissionAttribution, step::QueryFence, step::WaitFence, step::FenceReleased,
+    step::Synchronize, step::Readback, step::DescribeError, step::CounterSnapshot,
+    step::GuardedSubmissionQueried, step::BeginStaticWeightImport, step::ImportComponent,
+    step::SealStaticWeightImport, step::EncodeStaticWeightTransform,
+    step::ConfigureReusableExecutables, step::SealReusableExecutables,
+    step::ReusablePreparationQueried, step::ReusableCatalogQueried, step::EncodeReusableExecution,
+    step::TrimReusableExecutables, step::CoalesceProgramBindings, step::Skipped>;
 
 struct ReplayStep {
   std::uint64_t ordinal = 0;
@@ -272,5 +313,10 @@ class ReplayPlan {
   PlanRecovery recovery_;
   std::vector<std::uint64_t> unfinished_submits_;
 };
+
+// One event decoded into its step with the decoding build() applies, without the rules that need
+// the rest of the trace (references, payloads): what `vtrace dump` describes each event with.
+// Errors: kCorrupt (a field that does not convert), kUnknownRequiredEvent.
+schema::TraceResult<ReplayStep> decode_step(std::uint64_t ordinal, const fb::Event& event);
 
 }  // namespace vtrace::replayer

@@ -21,9 +21,11 @@ namespace vtrace::schema {
 // 1.1 adds integrity checks for the header and the footer (docs/FORMAT.md, "Versions"): the header
 // frame ends with an XXH3-128 of its content, the footer holds that hash too, and the trailer's
 // third u64 holds an XXH3-64 of the footer table. 1.0 files (no such checks) stay readable, and a
-// 1.0 reader reads 1.1 files (it ignores the added bytes and field).
+// 1.0 reader reads 1.1 files (it ignores the added bytes and field). 1.2 changes no container
+// byte: it gives each optional method (spec 5.2) its own event kind in place of `OptionalCall`,
+// which 1.2 readers still decode; an older reader refuses those (required) kinds by name.
 inline constexpr std::uint16_t kFormatMajor = 1;
-inline constexpr std::uint16_t kFormatMinor = 1;
+inline constexpr std::uint16_t kFormatMinor = 2;
 // The first minor whose files carry the header hash and the footer checksum.
 inline constexpr std::uint16_t kFirstChecksummedMinor = 1;
 // Bytes after the Header table in the header frame of a file of minor >= 1: u64 LE low and u64 LE
