@@ -129,13 +129,16 @@ TEST_CASE("vtrace dump --json prints one JSON object per event with the document
     CHECK(j["fields"]["seq"] == j["event"]);
     CHECK(j["fields"]["body_type"] == j["kind"]);
     CHECK(j["payloads"].is_object());
+    REQUIRE(j.contains("call"));
+    if (j["kind"] == "RuntimeOpened") CHECK(j["call"].is_null());
+    if (j["kind"] == "EncodeZero") CHECK(j["call"] == "encode_zero(buffer#0, offset 0, length 8)");
     saw_payload = saw_payload || !j["payloads"].empty();
   }
   CHECK(expected_event == 30);
   CHECK(saw_payload);
   auto ranged = run_vtrace(fmt::format("dump {} --events 2:4", golden("tiny")));
   CHECK(ranged.code == 0);
-  CHECK(ranged.output.starts_with("#2 "));
+  CHECK(ranged.output.starts_with("#2 Admit admit(weight.reference.linear, 8 bytes) {"));
   CHECK(ranged.output.find("#3 ") != std::string::npos);
   CHECK(ranged.output.find("#4 ") == std::string::npos);
 }

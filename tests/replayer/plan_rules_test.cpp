@@ -98,3 +98,30 @@ TEST_CASE("an encode event with neither or both of command and error is refused 
     }
   }
 }
+
+TEST_CASE("the plan refuses an event naming an object after the event that released it",
+          "[replayer][plan]") {
+  // tiny.vtrace ends with every handle released; one more event naming its buffer#0 comes after
+  // that buffer's BufferReleased.
+  vtrace::test::ScratchDir dir("plan-released");
+  const auto path = dir / "released.vtrace";
+  std::uint64_t ordinal = 0;
+  vtrace::test::write_tiny_plus(path, [&](vs::TraceWriter& writer, std::uint64_t first) {
+    ordinal = first;
+    flatbuffers::FlatBufferBuilder b;
+    const fb::ObjectRef buffer(0, fb::RefSpace::Own);
+    const auto body = fb::CreateEncodeZero(b, &buffer, 0, 2, 7).Union();
+    REQUIRE(writer
+                .append_event(
+                    vtrace::test::finish_event(b, first, fb::EventBody::EncodeZero, body, true))
+                .has_value());
+  });
+  auto reader = vs::TraceReader::open(path);
+  REQUIRE(reader.has_value());
+  auto plan = rp::ReplayPlan::build(**reader);
+  REQUIRE_FALSE(plan.has_value());
+  CHECK(plan.error().kind == vs::TraceErrorKind::kCorrupt);
+  CHECK(plan.error().message ==
+        fmt::format("event {} (EncodeZero): names buffer#0 after the event that released it",
+                    ordinal));
+}
