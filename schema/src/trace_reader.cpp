@@ -1,6 +1,10 @@
 // The reader. Two ways in: the footer's indexes (seek straight to a frame) or, for a file without
 // a valid trailer, a scan that decodes frame after frame and keeps what is complete. Every size
 // from the file is checked against format.h before it sizes an allocation.
+//
+// Longer than the project's ~600-line guide on purpose: the footer path, the recovery scan and
+// verify_all() share one frame decoder and one view of the file's limits (format.h); split across
+// files, that state would have to be exposed between them.
 #include "vtrace/schema/trace_reader.h"
 
 #include <algorithm>

@@ -7,6 +7,10 @@
 // context (same parameters, one-shot ZSTD_compress2 per frame, so the bytes are those the worker
 // would have made); the worker then writes that frame as is. Frames are written in queue order by
 // the worker alone, so the file is the same whichever thread compressed which frame.
+//
+// Longer than the ~600-line guide on purpose: the calling thread's chunking, the worker and the
+// pre-compressor hand frames to each other through one queue whose order is what makes the bytes
+// deterministic; keeping the three in one file keeps that protocol readable in one place.
 #include "vtrace/schema/trace_writer.h"
 
 #include <algorithm>

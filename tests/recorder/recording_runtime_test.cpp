@@ -1,3 +1,7 @@
+// The recording runtime: a scripted session that produces every event kind this build writes, its
+// fields and outcomes, event_links checked against the schema, determinism, transparency, write
+// failure, concurrency and capture options. Over ~600 lines on purpose: the cases share the
+// script (run_script) and its outcome, which every field check reads.
 #include <flatbuffers/idl.h>
 #include <fmt/format.h>
 #include <unistd.h>

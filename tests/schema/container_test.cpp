@@ -1,5 +1,9 @@
 // The .vtrace container: round trips, determinism, seeking, recovery of cut files, corruption
 // detection, the zstd command-line tool's view, sink failure, and hostile inputs.
+//
+// Over ~600 lines on purpose: the container's properties share the writers and byte fixtures at
+// the top of this file; container_integrity_test.cpp and container_recovery_test.cpp hold the
+// checksum and recovery cases.
 #include <catch2/catch.hpp>
 
 #include <unistd.h>

@@ -8,6 +8,9 @@
 // operation label and empty/unordered attribution rows (the runtime's own labels and enumeration),
 // readback's usize/length-mismatch rows. Identity exhaustion and the construction rows are the
 // reference's and stay in tests/runtime/reference_test.cpp.
+//
+// Over ~600 lines on purpose: one case per reachable row of the spec's error table, in the table's
+// order, so the file reads beside the spec.
 #include "conformance/conformance.h"
 
 #include <limits>
