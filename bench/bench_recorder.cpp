@@ -24,40 +24,47 @@
 // order), payload_zstd3_bytes (those bytes through ZSTD_compress level 3: what "just zstd the
 // data" would cost), trace_vs_zstd3 = trace_bytes / payload_zstd3_bytes.
 //
-//   BM_Recorder_CpuSteadyState         the overhead on the fast `cpu` runtime, where the recorder's
+//   BM_Recorder_CpuSteadyState/flush_before_submit:1|0
+//                                      the overhead on the fast `cpu` runtime, where the recorder's
 //                                      share is largest: decode hidden=1024 ffn=4096 layers=4
-//                                      participants=2 (66 MiB of weights, read from a safetensors
-//                                      file written once, so no run generates weights), run raw
-//                                      and recorded with 1 and with 65 steps, all four alternated
-//                                      in each iteration. Counters from the medians:
-//                                      step_overhead = (recorded65 - recorded1) /
-//                                      (raw65 - raw1), the per-step cost of recording in the
-//                                      steady state (goal <= 1.03); raw_step_ms; and
-//                                      weights_recording_mb_per_s = weight MB / (recorded1 - raw1),
-//                                      the one-time cost of recording the weights (their upload
-//                                      events and payloads, compressed, plus closing the trace).
+//                                      participants=2 steps=65 (69 MB of weights, read from a
+//                                      safetensors file written once), run raw and recorded
+//                                      (alternating order) in each iteration, with the CLI's
+//                                      options (1) or without the flush before submit (0). A
+//                                      ForwardingRuntime outermost notes when each submit arrives;
+//                                      the interval between two consecutive step submits is one
+//                                      whole step as the product sees it. Counters: raw_step_ms
+//                                      and recorded_step_ms (medians over every step of every
+//                                      run), step_overhead = recorded / raw (goal <= 1.03),
+//                                      step_overhead_paired (median of the per-iteration ratios),
+//                                      weights_recording_mb_per_s = weight MB / (the recorded run's
+//                                      time to its first step - the raw run's), the one-time cost
+//                                      of recording the weights.
 //
 //   build-rel/bench/vtrace_bench --benchmark_filter=Recorder --benchmark_repetitions=5
 //       --benchmark_report_aggregates_only=true
 #include <benchmark/benchmark.h>
+#include <unistd.h>
+#include <zstd.h>
 
 #include <algorithm>
 #include <array>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include <unistd.h>
-#include <zstd.h>
-
 #include "vtrace/recorder/recording_runtime.h"
 #include "vtrace/runtime/f16.h"
+#include "vtrace/runtime/forwarding_runtime.h"
 #include "vtrace/runtime/registry.h"
 #include "vtrace/runtime/safetensors.h"
 #include "vtrace/schema/byte_io.h"
+#include "vtrace/schema/event_links.h"
 #include "vtrace/schema/events.h"
 #include "vtrace/schema/trace_reader.h"
 #include "vtrace/workloads/workload.h"
@@ -79,10 +86,9 @@ wl::WorkloadSpec decode_spec() {
   return spec;
 }
 
-// The CLI's recorder options: defaults, level 3, the spec as workload description.
+// The CLI's recorder options: defaults (level 1), the spec as workload description.
 vtrace::recorder::RecorderOptions cli_options(const wl::WorkloadSpec& spec) {
   vtrace::recorder::RecorderOptions options;
-  options.writer.zstd_level = 3;
   options.workload_description = spec.describe();
   return options;
 }
@@ -167,12 +173,8 @@ bool referenced_payloads(const std::filesystem::path& path, Bytes& out) {
   std::vector<vs::BlobId> ids;
   auto visited = (*reader)->visit_events(
       0, (*reader)->event_count(), [&](std::uint64_t, std::span<const std::uint8_t> record) {
-        const fb::Event* e = vs::event_of(record);
-        const fb::BlobRef* ref = nullptr;
-        if (const auto* u = e->body_as_EncodeUpload()) ref = u->payload();
-        if (const auto* r = e->body_as_Readback()) ref = r->payload();
-        if (const auto* o = e->body_as_OptionalCall()) ref = o->payload();
-        if (ref != nullptr) ids.push_back(vs::from_fb(*ref));
+        const auto links = vs::event_links(*vs::event_of(record));
+        ids.insert(ids.end(), links.payloads.begin(), links.payloads.end());
         return true;
       });
   if (!visited) return false;
@@ -301,49 +303,196 @@ std::uint64_t write_decode_weights(const wl::DecodeOptions& o, const std::filesy
   return rt::write_safetensors(path, tensors) ? bytes : 0;
 }
 
+// The runtime's own time: the calls of a decode step that do real work (the kernels run inside
+// submit on the host runtimes), summed, so a step's time splits into the runtime's and the rest
+// (the workload's own work, and in a recorded run the recorder's).
+class InnerClock final : public rt::ForwardingRuntime {
+ public:
+  using ForwardingRuntime::ForwardingRuntime;
+  template <typename F>
+  auto timed(F&& f) const {
+    const auto t0 = Clock::now();
+    auto r = f();
+    busy += std::chrono::duration<double>(Clock::now() - t0).count();
+    return r;
+  }
+  rt::Result<rt::CommandPtr> encode_upload(std::span<const std::uint8_t> source,
+                                           const rt::HostTransferLayout& layout,
+                                           const rt::Buffer& destination,
+                                           std::uint64_t offset) override {
+    return timed(
+        [&] { return ForwardingRuntime::encode_upload(source, layout, destination, offset); });
+  }
+  rt::Result<rt::CommandPtr> encode_dense_linear(const rt::DenseLinearRequest& request) override {
+    return timed([&] { return ForwardingRuntime::encode_dense_linear(request); });
+  }
+  std::expected<rt::FencePtr, rt::DefinitelyNotSubmitted> submit(rt::Stream& stream,
+                                                                 rt::CommandBatch batch) override {
+    return timed([&] { return ForwardingRuntime::submit(stream, std::move(batch)); });
+  }
+  std::expected<rt::TerminalReceipt, rt::FenceIndeterminate> wait_fence(
+      const rt::Fence& fence) override {
+    return timed([&] { return ForwardingRuntime::wait_fence(fence); });
+  }
+  rt::Result<std::vector<std::uint8_t>> readback(rt::Stream& stream, const rt::Buffer& source,
+                                                 const rt::CopyRegion& region,
+                                                 const rt::HostTransferLayout& layout) override {
+    return timed([&] { return ForwardingRuntime::readback(stream, source, region, layout); });
+  }
+  mutable double busy = 0;  // seconds
+};
+
+// The product's view of time: the moment each submit call arrives at the outermost runtime. The
+// interval between two consecutive submits of the decode loop is one whole step (the upload, the
+// encodes, the submit, the wait, the readback, and the recorder's work for all of them).
+class SubmitClock final : public rt::ForwardingRuntime {
+ public:
+  using ForwardingRuntime::ForwardingRuntime;
+  std::expected<rt::FencePtr, rt::DefinitelyNotSubmitted> submit(rt::Stream& stream,
+                                                                 rt::CommandBatch batch) override {
+    arrivals.push_back(Clock::now());
+    inner_busy.push_back(inner_clock->busy);
+    return ForwardingRuntime::submit(stream, std::move(batch));
+  }
+  const InnerClock* inner_clock = nullptr;
+  std::vector<Clock::time_point> arrivals;
+  std::vector<double> inner_busy;  // the InnerClock's total at each arrival
+};
+
+struct StepTimes {
+  std::vector<double> steps;  // seconds per step, over pairs of consecutive steps (below)
+  std::vector<double> rest;   // the same less the runtime's own time (InnerClock)
+  double to_first_step = 0;   // seconds from opening the runtime to the first step's submit
+};
+
+// One run of `spec` on cpu, raw or recorded (the SubmitClock outermost either way).
+bool timed_run(const wl::WorkloadSpec& spec, const std::filesystem::path* trace,
+               const vtrace::recorder::RecorderOptions& options, StepTimes& out,
+               std::string& error) {
+  const auto t0 = Clock::now();
+  auto cpu = open_runtime("cpu");
+  if (!cpu) {
+    error = "the cpu runtime cannot be opened";
+    return false;
+  }
+  auto inner = std::make_unique<InnerClock>(std::move(cpu));
+  const InnerClock* inner_clock = inner.get();
+  std::unique_ptr<rt::DeviceRuntime> runtime = std::move(inner);
+  vtrace::recorder::RecordingRuntime* recorder = nullptr;
+  if (trace != nullptr) {
+    auto sink = vs::open_file_sink(*trace);
+    if (!sink) {
+      error = sink.error().message;
+      return false;
+    }
+    auto created = vtrace::recorder::RecordingRuntime::create(std::move(runtime), "cpu",
+                                                              std::move(*sink), options);
+    if (!created) {
+      error = created.error().message();
+      return false;
+    }
+    recorder = created->get();
+    runtime = std::move(*created);
+  }
+  SubmitClock clock(std::move(runtime));
+  clock.inner_clock = inner_clock;
+  auto report = wl::run_workload(spec, clock, nullptr);
+  if (!report) {
+    error = report.error().message;
+    return false;
+  }
+  if (recorder != nullptr && !recorder->close()) {
+    error = "the recorder could not write its trace";
+    return false;
+  }
+  const auto& a = clock.arrivals;
+  if (a.size() < spec.decode.steps) {
+    error = "fewer submits than steps";
+    return false;
+  }
+  const std::size_t first_step = a.size() - spec.decode.steps;
+  out.to_first_step = std::chrono::duration<double>(a[first_step] - t0).count();
+  // Steps alternate between a packed batch and a participant loop (decode_workload.cpp), whose
+  // times differ by half: one sample is the mean of two consecutive steps, so the samples have
+  // one mode and their median means something.
+  for (std::size_t i = first_step + 2; i < a.size(); i += 2) {
+    const double pair = std::chrono::duration<double>(a[i] - a[i - 2]).count();
+    out.steps.push_back(pair / 2);
+    out.rest.push_back((pair - (clock.inner_busy[i] - clock.inner_busy[i - 2])) / 2);
+  }
+  return true;
+}
+
 void BM_Recorder_CpuSteadyState(benchmark::State& state) {
   wl::WorkloadSpec spec = decode_spec();
   spec.decode.hidden = 1024;
   spec.decode.ffn = 4096;
   spec.decode.layers = 4;
+  spec.decode.steps = 65;
   const auto weights = std::filesystem::temp_directory_path() /
                        ("vtrace_bench_recorder_" + std::to_string(::getpid()) + "_w.safetensors");
   const std::uint64_t weight_bytes = write_decode_weights(spec.decode, weights);
   if (weight_bytes == 0) return state.SkipWithError("writing the weights failed");
   spec.decode.weights = weights;
-  wl::WorkloadSpec one = spec;
-  one.decode.steps = 1;
-  wl::WorkloadSpec many = spec;
-  many.decode.steps = 65;
   const auto path = temp_trace("cpu");
-  std::array<std::vector<double>, 4> seconds;  // raw 1, raw 65, recorded 1, recorded 65
+  // Arg 1: the CLI's options (flush before every submit); 0: that flush off.
+  auto options = cli_options(spec);
+  options.flush_before_submit = state.range(0) != 0;
+  std::vector<double> raw_steps, recorded_steps, raw_rest, recorded_rest, raw_first, recorded_first,
+      paired;
   std::string error;
   std::size_t round = 0;
   for (auto _ : state) {
-    for (std::size_t k = 0; k < 4; ++k) {
-      const std::size_t which = (round + k) % 4;
-      const wl::WorkloadSpec& s = which % 2 == 0 ? one : many;
-      const auto t0 = Clock::now();
-      const bool ok = which < 2 ? run_raw(s, error, "cpu")
-                                : run_recorded_file(s, path, cli_options(s), error, nullptr, "cpu");
-      if (!ok) return state.SkipWithError(error.c_str());
-      seconds[which].push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+    StepTimes raw, recorded;
+    // The order alternates, so drift in the machine's speed hits both alike.
+    for (std::size_t k = 0; k < 2; ++k) {
+      const bool record = (round + k) % 2 == 1;
+      if (!timed_run(spec, record ? &path : nullptr, options, record ? recorded : raw, error)) {
+        return state.SkipWithError(error.c_str());
+      }
     }
     ++round;
+    raw_steps.insert(raw_steps.end(), raw.steps.begin(), raw.steps.end());
+    recorded_steps.insert(recorded_steps.end(), recorded.steps.begin(), recorded.steps.end());
+    raw_rest.insert(raw_rest.end(), raw.rest.begin(), raw.rest.end());
+    recorded_rest.insert(recorded_rest.end(), recorded.rest.begin(), recorded.rest.end());
+    raw_first.push_back(raw.to_first_step);
+    recorded_first.push_back(recorded.to_first_step);
+    paired.push_back(median(recorded.steps) / median(raw.steps));
+    if (std::getenv("VTRACE_BENCH_VERBOSE") != nullptr) {
+      std::fprintf(
+          stderr, "iteration %zu: step raw %.3f recorded %.3f ms, rest raw %.3f recorded %.3f ms\n",
+          round, median(raw.steps) * 1e3, median(recorded.steps) * 1e3, median(raw.rest) * 1e3,
+          median(recorded.rest) * 1e3);
+    }
   }
   std::filesystem::remove(path);
   std::filesystem::remove(weights);
-  const double raw1 = median(seconds[0]);
-  const double raw65 = median(seconds[1]);
-  const double rec1 = median(seconds[2]);
-  const double rec65 = median(seconds[3]);
-  state.counters["raw_step_ms"] = (raw65 - raw1) / 64 * 1e3;
-  state.counters["recorded_step_ms"] = (rec65 - rec1) / 64 * 1e3;
-  state.counters["step_overhead"] = raw65 > raw1 ? (rec65 - rec1) / (raw65 - raw1) : 0;
+  const double raw_step = median(raw_steps);
+  const double recorded_step = median(recorded_steps);
+  state.counters["raw_step_ms"] = raw_step * 1e3;
+  state.counters["recorded_step_ms"] = recorded_step * 1e3;
+  state.counters["step_overhead"] = recorded_step / raw_step;
+  state.counters["step_overhead_paired"] = median(paired);
+  // The recorder's own time per step: what a step spends outside the runtime's calls, recorded
+  // less raw. Free of the run-to-run spread of the kernels' speed, which on a shared 2-core VM is
+  // larger than the effect measured.
+  const double recorder_step = median(recorded_rest) - median(raw_rest);
+  state.counters["rest_raw_ms"] = median(raw_rest) * 1e3;
+  state.counters["rest_recorded_ms"] = median(recorded_rest) * 1e3;
+  state.counters["recorder_step_ms"] = recorder_step * 1e3;
+  state.counters["step_overhead_recorder"] = (raw_step + recorder_step) / raw_step;
   state.counters["weights_mb"] = static_cast<double>(weight_bytes) / 1e6;
+  const double weights_cost = median(recorded_first) - median(raw_first);
   state.counters["weights_recording_mb_per_s"] =
-      rec1 > raw1 ? static_cast<double>(weight_bytes) / 1e6 / (rec1 - raw1) : 0;
+      weights_cost > 0 ? static_cast<double>(weight_bytes) / 1e6 / weights_cost : 0;
 }
-BENCHMARK(BM_Recorder_CpuSteadyState)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(7);
+BENCHMARK(BM_Recorder_CpuSteadyState)
+    ->ArgName("flush_before_submit")
+    ->Arg(1)
+    ->Arg(0)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Iterations(15);
 
 }  // namespace

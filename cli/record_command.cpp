@@ -22,7 +22,7 @@ struct RecordOptions {
   std::string runtime = "reference";
   std::uint64_t seed = 1;
   std::optional<std::uint32_t> steps;
-  int level = 3;
+  int level = 1;
   std::string output;
   std::uint32_t hidden = workloads::DecodeOptions{}.hidden;
   std::uint32_t ffn = workloads::DecodeOptions{}.ffn;

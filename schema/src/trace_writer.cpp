@@ -141,7 +141,8 @@ struct TraceWriter::Impl {
   // Called with mu held. Hands the current chunk to the worker; blocks while more than two frames'
   // worth of records is already waiting (the memory bound: one frame for each of the two threads
   // that compress, so the pre-compressor can work while the worker does).
-  void submit_locked(std::unique_lock<std::mutex>& lk, ZSTD_EndDirective directive) {
+  void submit_locked(std::unique_lock<std::mutex>& lk, ZSTD_EndDirective directive,
+                     bool wake = true) {
     const std::uint64_t cap = 2 * options.frame_target_bytes;
     cv_done.wait(lk, [&] { return error.has_value() || queued_bytes <= cap; });
     // The content hash is taken on the appending thread (the lighter load), record by record
@@ -167,6 +168,7 @@ struct TraceWriter::Impl {
     if (error) return;  // the worker is stopped; drop the records
     queued_bytes += job.data.size();
     queue.push_back(std::move(job));
+    if (!wake) return;
     cv_work.notify_one();
     cv_pre.notify_one();
   }
@@ -353,10 +355,12 @@ struct TraceWriter::Impl {
     const auto interval = std::chrono::milliseconds(options.flush_interval_ms);
     auto next_timer = std::chrono::steady_clock::now() + interval;
     for (;;) {
-      if (queue.empty() && !stopping) {
+      // Nothing for the worker: no job, or a flushing thread is running the worker's step
+      // (flush()), which notifies only when it leaves a job behind.
+      if ((queue.empty() || worker_busy) && !stopping) {
         if (options.flush_interval_ms == 0) {
-          cv_work.wait(lk, [&] { return !queue.empty() || stopping; });
-        } else if (cv_work.wait_until(lk, next_timer) == std::cv_status::timeout) {
+          cv_work.wait(lk, [&] { return (!queue.empty() && !worker_busy) || stopping; });
+        } else if (cv_work.wait_until(lk, next_timer) == std::cv_status::timeout && !worker_busy) {
           // The timer flush: the one place where frame boundaries depend on timing.
           next_timer = std::chrono::steady_clock::now() + interval;
           if (frame_unflushed && !error && !closed) {
@@ -372,33 +376,48 @@ struct TraceWriter::Impl {
         }
         continue;
       }
+      if (worker_busy) {  // stopping while a flushing thread runs the worker's step
+        cv_work.wait(lk, [&] { return !worker_busy; });
+        continue;
+      }
       if (queue.empty()) break;  // stopping and drained
       if (queue.front().pre == Job::Pre::kRunning) {
         // The pre-compressor is on it: wait rather than compress it twice.
         cv_work.wait(lk, [&] { return queue.front().pre != Job::Pre::kRunning; });
       }
-      Job job = std::move(queue.front());
-      queue.pop_front();
-      worker_busy = true;
-      worker_compressing = !job.raw && job.pre != Job::Pre::kDone;
-      if (worker_compressing) cv_pre.notify_one();  // the next frame may be compressed beside it
-      const bool skip = error.has_value();
-      lk.unlock();
-      TraceResult<void> r;
-      if (!skip) r = process(job);
-      lk.lock();
-      worker_busy = false;
-      worker_compressing = false;
-      queued_bytes -= job.data.size();
-      job.data.clear();
-      if (spare.size() < 4) spare.push_back(std::move(job.data));
-      if (spare_out.size() < 2 && job.compressed.capacity() > 0) {
-        job.compressed.clear();
-        spare_out.push_back(std::move(job.compressed));
-      }
-      if (!r) fail_locked(std::move(r.error()));
-      cv_done.notify_all();
+      run_front_locked(lk);
     }
+  }
+
+  // Takes the front job and processes it with `lk` released: the worker's step, which flush()
+  // also takes on the calling thread when the worker is idle. `worker_busy` keeps the worker (and
+  // so the worker-only state: cctx, compressed_state, out) to one thread at a time.
+  void run_front_locked(std::unique_lock<std::mutex>& lk) {
+    Job job = std::move(queue.front());
+    queue.pop_front();
+    worker_busy = true;
+    worker_compressing = !job.raw && job.pre != Job::Pre::kDone;
+    // The next frame may be compressed beside it (a wake-up only when there is one).
+    if (worker_compressing && !queue.empty()) cv_pre.notify_one();
+    const bool skip = error.has_value();
+    lk.unlock();
+    TraceResult<void> r;
+    if (!skip) r = process(job);
+    lk.lock();
+    worker_busy = false;
+    worker_compressing = false;
+    queued_bytes -= job.data.size();
+    job.data.clear();
+    if (spare.size() < 4) spare.push_back(std::move(job.data));
+    if (spare_out.size() < 2 && job.compressed.capacity() > 0) {
+      job.compressed.clear();
+      spare_out.push_back(std::move(job.compressed));
+    }
+    if (!r) fail_locked(std::move(r.error()));
+    cv_done.notify_all();
+    // A job queued meanwhile, when this ran on a flushing thread (the worker waits while
+    // `worker_busy`); otherwise the worker is left asleep.
+    if (!queue.empty()) cv_work.notify_one();
   }
 
   // Queues the header frame for the worker, so that even the first sink error reaches the caller
@@ -611,7 +630,13 @@ TraceResult<void> TraceWriter::flush() {
   if (m.error || m.closed) return std::unexpected(m.stopped_error());
   if (m.frame_unflushed) {
     m.frame_unflushed = false;
-    m.submit_locked(lk, ZSTD_e_flush);
+    const bool idle = m.queue.empty() && !m.worker_busy;
+    m.submit_locked(lk, ZSTD_e_flush, !idle);
+    // An idle worker would only be woken to do this one job while this thread waits for it: the
+    // calling thread runs the worker's step itself, on the same context and in the same place in
+    // the job order (the job is the only one), so the bytes are the same, without the two thread
+    // hand-overs (bench/bench_recorder.cpp, BM_Recorder_CpuSteadyState).
+    if (idle && !m.error && !m.queue.empty()) m.run_front_locked(lk);
   }
   // flush() promises the bytes reached the sink, so it waits for the compressor.
   m.wait_idle_locked(lk);

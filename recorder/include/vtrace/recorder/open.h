@@ -9,7 +9,7 @@
 //                               recording is closed). Each further runtime opened by the same
 //                               process while it is set records to "<stem>.<N><ext>" (N = 2, 3...)
 //                               so recordings never overwrite each other.
-//   VTRACE_CAPTURE_LEVEL=N      zstd level of the trace's data frames (default 3, 1..19).
+//   VTRACE_CAPTURE_LEVEL=N      zstd level of the trace's data frames (default 1, 1..19).
 //   VTRACE_CAPTURE_FLUSH_MS=N   timer flush every N ms (default 0 = off): bounds what a crash can
 //                               lose at the cost of byte-identical files.
 //   VTRACE_CAPTURE_WORKLOAD=txt free text stored in the trace metadata (`vtrace info`).

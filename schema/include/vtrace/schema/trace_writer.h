@@ -48,7 +48,7 @@ struct TraceHeaderInfo {
 };
 
 struct TraceWriterOptions {
-  int zstd_level = 3;                         // justified in docs/FORMAT.md by bench/ figures
+  int zstd_level = 1;                           // justified in docs/FORMAT.md by bench/ figures
   std::uint64_t frame_target_bytes = 2u << 20;  // uncompressed record bytes per data frame
   std::uint32_t flush_interval_ms = 0;        // 0 = off (keeps files byte-identical)
   bool byte_planes_for_16bit = true;          // BlobEncoding::kBytePlanes16 for 16-bit payloads
