@@ -397,3 +397,71 @@ TEST_CASE("vtrace runtime options: bad values are usage errors, a missing path o
   CHECK(grown.output.find("note: device memory: recorded 67108864 bytes (64.0 MiB), replayed "
                           "1073741824 bytes (1024.0 MiB)") != std::string::npos);
 }
+
+TEST_CASE(
+    "vtrace compare: a match exits 0, drift exits 1 naming the first divergent command, "
+    "usage 2, an unknown runtime 3 or --exit-skip",
+    "[cli]") {
+  auto match =
+      run_vtrace(fmt::format("compare {} --runtimes reference,cpu", golden("decode-short-v1.2")));
+  INFO(match.output);
+  CHECK(match.code == 0);
+  CHECK(match.output.find("verdict: match") != std::string::npos);
+
+  vtrace::test::ScratchDir dir("cli-compare");
+  const auto trace = (dir / "long.vtrace").string();
+  auto record = run_vtrace(fmt::format(
+      "record --workload decode --hidden 48 --ffn 1024 --layers 2 --participants 2 --steps 2 -o {}",
+      trace));
+  REQUIRE(record.code == 0);
+  const auto json = (dir / "compare.json").string();
+  auto drift = run_vtrace(
+      fmt::format("compare {} --runtimes reference,cpu-splitk --deep --json {}", trace, json));
+  INFO(drift.output);
+  CHECK(drift.code == 1);
+  CHECK(drift.output.find("first divergence: event") != std::string::npos);
+  CHECK(drift.output.find("(EncodeDenseLinear)") != std::string::npos);
+  CHECK(drift.output.find("reproduce: vtrace compare") != std::string::npos);
+  CHECK(drift.output.find("verdict: drift") != std::string::npos);
+  std::ifstream in(json);
+  const auto report = nlohmann::json::parse(in);
+  for (const char* key : {"trace", "runtimes", "check", "events", "commands_compared",
+                          "first_divergence", "commands", "verdict"}) {
+    INFO(key);
+    CHECK(report.contains(key));
+  }
+  CHECK(report["verdict"] == "drift");
+  CHECK(report["runtimes"] == nlohmann::json::array({"reference", "cpu-splitk"}));
+  for (const char* key : {"event", "command", "kind", "runtime", "class"}) {
+    INFO(key);
+    CHECK(report["first_divergence"].contains(key));
+  }
+  CHECK(report["first_divergence"]["class"] != "bitwise");  // within_1_ulp here: split-k rounding
+  const auto& command = report["commands"][0];
+  for (const char* key : {"ordinal", "kind", "shapes", "runtimes"}) {
+    INFO(key);
+    CHECK(command.contains(key));
+  }
+  for (const char* key : {"max_abs_error", "mean_abs_error", "max_rel_error", "max_ulp",
+                          "differing", "ulp_histogram", "magnitude_histogram"}) {
+    INFO(key);
+    CHECK(command["runtimes"]["cpu-splitk"]["stats"].contains(key));
+  }
+  // The same drift within a loose tolerance agrees.
+  CHECK(run_vtrace(
+            fmt::format("compare {} --runtimes reference,cpu-splitk --deep --check tol:1,1", trace))
+            .code == 0);
+
+  CHECK(run_vtrace(fmt::format("compare {} --runtimes reference", golden("tiny"))).code == 2);
+  CHECK(run_vtrace(fmt::format("compare {} --runtimes reference,cpu --check fuzzy", golden("tiny")))
+            .code == 2);
+  CHECK(run_vtrace(
+            fmt::format("compare {} --runtimes reference,cpu", (dir / "missing.vtrace").string()))
+            .code == 2);
+  auto unknown = run_vtrace(fmt::format("compare {} --runtimes reference,no-such", golden("tiny")));
+  CHECK(unknown.code == 3);
+  CHECK(unknown.output.find("no-such") != std::string::npos);
+  CHECK(run_vtrace(
+            fmt::format("compare {} --runtimes reference,no-such --exit-skip 125", golden("tiny")))
+            .code == 125);
+}

@@ -11,6 +11,7 @@
 
 #include <expected>
 #include <filesystem>
+#include <memory>
 #include <string>
 
 #include "vtrace/replayer/replay_engine.h"
@@ -32,6 +33,24 @@ struct ReplayTraceOptions {
   // refused as over capacity) replay as recorded on every host runtime.
   runtime::RuntimeOpenOptions open{};
 };
+
+// A trace opened and planned, or why not (kTrace: "<file>: <reason>").
+std::expected<ReplayPlan, ReplayFailure> open_plan(const std::filesystem::path& trace);
+
+// One runtime to replay `plan` on, and a second instance of the same kind for the recording's
+// foreign objects, opened as replay_trace opens them (the recorded capacity when
+// open.device_memory_bytes is 0, device ids "device.vtrace.<2n>" and "<2n+1>" for instance n),
+// and checked against the trace's peak admitted bytes. Errors: kRuntimeUnavailable.
+struct ReplayTarget {
+  std::unique_ptr<runtime::DeviceRuntime> runtime;
+  std::unique_ptr<runtime::DeviceRuntime> auxiliary;
+};
+std::expected<ReplayTarget, ReplayFailure> open_target(const ReplayPlan& plan,
+                                                       const std::filesystem::path& trace,
+                                                       const std::string& name,
+                                                       runtime::RuntimeOpenOptions open,
+                                                       const runtime::RuntimeRegistry& registry,
+                                                       unsigned instance = 0);
 
 std::expected<ReplayReport, ReplayFailure> replay_trace(const std::filesystem::path& trace,
                                                         const ReplayTraceOptions& options,

@@ -1,0 +1,125 @@
+// Lockstep comparison: one trace replayed on N runtimes step by step, the first named the
+// baseline, every answer of every runtime compared with the baseline's (and with the recording).
+//
+// Each runtime gets its own StepExecutor (and an auxiliary instance for foreign objects); every
+// step is executed on all of them before the next. Per step:
+//   - structure: the observations of each runtime and of the baseline are compared with
+//     replayer::compare under CheckMode::none (outcomes, error kinds, descriptors, fences,
+//     attribution, counters, ...): any difference is a `structural` entry;
+//   - numbers: a Readback both answered is a compared command (numeric.h: class, statistics,
+//     agreement under the check);
+//   - deep (`deep`): after each submitted batch, every buffer region a command of the batch wrote
+//     (copy, upload and zero destinations, dense-linear outputs; coalesced commands inherit their
+//     inputs' regions) is read back on every runtime, in entry order, and compared the same way,
+//     so the first divergent command is found even when the product read back only the logits.
+//     A region is compared for the last command of the batch that writes it (what is read after
+//     the batch is that command's result); an earlier writer's region is counted as overwritten.
+//     Those reads go through StepExecutor::read_buffer on a private stream: the counters the
+//     product's CounterSnapshot events are compared on are each runtime's minus that traffic, so
+//     --deep never turns into a counter difference. A region the baseline cannot read as whole
+//     elements of its buffer's type is skipped. The limit: a batch whose commands reuse buffers
+//     (the decode workload ping-pongs its activations) shows only the last writer of each region,
+//     so "first divergent command" means the first whose result survives its batch.
+//   - recording: every runtime is also compared with the recording, as `vtrace replay` does
+//     (structure under CheckMode::none, readbacks numerically): informational, never the verdict.
+// The first divergence is the first command (in execution order) that disagrees under the check,
+// or the first structural difference, whichever came first.
+//
+// Ownership: the report owns its values. Thread rules: one thread; the runtimes are opened and
+// closed inside compare_trace. Errors: replayer::ReplayFailure (kTrace, kUsage for fewer than two
+// runtimes, kRuntimeUnavailable naming the runtime).
+#pragma once
+
+#include <cstdint>
+#include <expected>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "vtrace/drift/numeric.h"
+#include "vtrace/replayer/replay_trace.h"
+#include "vtrace/runtime/registry.h"
+
+namespace vtrace::drift {
+
+struct CompareOptions {
+  std::vector<std::string> runtimes;  // at least two; the first is the baseline
+  DriftCheck check;
+  bool deep = false;
+  // How each runtime is opened; device_memory_bytes 0 = the recorded device's capacity.
+  runtime::RuntimeOpenOptions open{};
+  std::string trace_label;  // for the report; the path when empty
+};
+
+// One runtime's answer of one command, against the baseline's.
+struct PairResult {
+  std::string runtime;
+  DriftClass cls = DriftClass::kBitwise;
+  bool agrees = true;
+  ElementStats stats;
+  std::string note;  // why it is structural (a read that failed), else empty
+};
+
+struct CommandComparison {
+  std::uint64_t order = 0;                    // execution order among compared commands
+  std::uint64_t event = 0;                    // the Readback's event, or the command's encode event
+  std::optional<std::uint64_t> command;       // deep: the recorded command ordinal
+  std::optional<std::uint64_t> submit_event;  // deep: the SubmitBegin that ran it
+  std::string kind;    // "Readback", "EncodeDenseLinear", "EncodeUpload", ...
+  std::string call;    // replay's description of the call (step_text.h)
+  std::string shapes;  // "1x1024x1024" per launch, "f16 x 2048" for a region
+  std::optional<std::uint32_t> node_index;
+  std::uint32_t participants = 0;
+  std::string region;                    // deep: "buffer#7 [0, 4096)"
+  std::vector<PairResult> results;       // one per runtime after the baseline
+  std::vector<PairResult> vs_recording;  // readbacks: every runtime (baseline first) vs recording
+  DriftClass worst = DriftClass::kBitwise;
+  bool agrees = true;
+};
+
+struct StructuralDifference {
+  std::uint64_t order = 0;
+  std::uint64_t event = 0;
+  std::string call;
+  std::string runtime;  // the runtime that differs from `against`
+  std::string against;  // the baseline's name, or "recording"
+  std::string kind;     // replayer's difference kind name ("outcome", "counters", ...)
+  std::string expected, actual;
+};
+
+struct FirstDivergence {
+  std::uint64_t event = 0;
+  std::optional<std::uint64_t> command;
+  std::string kind;  // the event kind
+  std::string call;
+  std::string runtime;
+  DriftClass cls = DriftClass::kDrift;
+};
+
+struct CompareReport {
+  std::string trace;
+  std::vector<std::string> runtimes;
+  std::string check;
+  bool deep = false;
+  std::uint64_t events = 0;
+  std::vector<CommandComparison> commands;
+  std::vector<StructuralDifference> structural;    // between runtimes and the baseline
+  std::vector<StructuralDifference> vs_recording;  // between each runtime and the recording
+  std::uint64_t deep_regions_skipped = 0;          // the baseline could not read them as elements
+  std::uint64_t deep_regions_overwritten = 0;      // a later command of the same batch wrote them
+  std::optional<FirstDivergence> first_divergence;
+
+  // "match", "drift" (numbers differ under the check) or "structural".
+  std::string verdict() const;
+  bool matched() const { return verdict() == "match"; }
+  // Stable keys (docs/CLI.md, `vtrace compare --json`).
+  nlohmann::json to_json() const;
+};
+
+std::expected<CompareReport, replayer::ReplayFailure> compare_trace(
+    const std::filesystem::path& trace, const CompareOptions& options,
+    const runtime::RuntimeRegistry& registry);
+
+}  // namespace vtrace::drift

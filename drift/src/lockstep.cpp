@@ -1,0 +1,427 @@
+// The lockstep comparison (lockstep.h): execute every step on every runtime, then compare.
+#include "vtrace/drift/lockstep.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <memory>
+
+#include "vtrace/replayer/comparator.h"
+#include "vtrace/replayer/step_executor.h"
+#include "vtrace/replayer/step_text.h"
+
+namespace vtrace::drift {
+
+namespace rt = vtrace::runtime;
+namespace rp = vtrace::replayer;
+
+namespace {
+
+// A region a command writes, and what to say about the command.
+struct Written {
+  std::uint64_t buffer = 0;  // own ordinal
+  std::uint64_t offset_bytes = 0;
+  std::uint64_t length_bytes = 0;
+};
+struct CommandInfo {
+  std::uint64_t event = 0;
+  std::string kind;
+  std::string call;
+  std::string shapes;
+  std::vector<Written> writes;
+};
+
+std::string launch_shapes(const rp::step::EncodeDenseLinear& s) {
+  std::string out;
+  for (const auto& l : s.launches) {
+    out += fmt::format("{}{}x{}x{}", out.empty() ? "" : " ", l.rows, l.in_features, l.out_features);
+  }
+  return out;
+}
+
+// What each encoded command writes, keyed by its recorded ordinal (own buffers only).
+class WriteMap {
+ public:
+  void visit(const rp::ReplayStep& s) {
+    std::visit([&](const auto& b) { add(s, b); }, s.body);
+  }
+  const CommandInfo* find(const rp::ObjectRef& command) const {
+    if (command.space != rp::ObjectRef::Space::kOwn) return nullptr;
+    auto it = commands_.find(command.ordinal);
+    return it == commands_.end() ? nullptr : &it->second;
+  }
+
+ private:
+  static void write(CommandInfo& info, const rp::ObjectRef& buffer, std::uint64_t offset,
+                    std::uint64_t length) {
+    if (buffer.space == rp::ObjectRef::Space::kOwn && length > 0) {
+      info.writes.push_back({buffer.ordinal, offset, length});
+    }
+  }
+  CommandInfo info(const rp::ReplayStep& s, std::string shapes) {
+    return {s.ordinal, s.kind, rp::describe_step(s), std::move(shapes), {}};
+  }
+  void add(const rp::ReplayStep& s, const rp::step::EncodeCopy& b) {
+    if (!b.command) return;
+    auto i = info(s, fmt::format("{} bytes", b.region.length_bytes()));
+    write(i, b.destination, b.region.destination_offset_bytes(), b.region.length_bytes());
+    commands_[*b.command] = std::move(i);
+  }
+  void add(const rp::ReplayStep& s, const rp::step::EncodeUpload& b) {
+    if (!b.command) return;
+    auto i = info(s, fmt::format("{} x {}", rt::element_type_name(b.layout.element_type()),
+                                 b.layout.element_count()));
+    write(i, b.destination, b.offset_bytes, b.payload_bytes);
+    commands_[*b.command] = std::move(i);
+  }
+  void add(const rp::ReplayStep& s, const rp::step::EncodeZero& b) {
+    if (!b.command) return;
+    auto i = info(s, fmt::format("{} bytes", b.length_bytes));
+    write(i, b.destination, b.offset_bytes, b.length_bytes);
+    commands_[*b.command] = std::move(i);
+  }
+  void add(const rp::ReplayStep& s, const rp::step::EncodeDenseLinear& b) {
+    if (!b.command) return;
+    auto i = info(s, launch_shapes(b));
+    for (const auto& l : b.launches)
+      write(i, l.output.buffer, l.output.offset_bytes, l.output.length_bytes);
+    commands_[*b.command] = std::move(i);
+  }
+  void add(const rp::ReplayStep&, const rp::step::CoalesceProgramBindings& b) {
+    // The outputs take the inputs' effects, in order, when the counts agree.
+    if (b.commands_in.size() != b.commands_out.size()) return;
+    for (std::size_t k = 0; k < b.commands_in.size(); ++k) {
+      if (const auto* in = find(b.commands_in[k])) commands_[b.commands_out[k]] = *in;
+    }
+  }
+  void add(const rp::ReplayStep&, const auto&) {}
+
+  std::map<std::uint64_t, CommandInfo> commands_;
+};
+
+struct Lane {
+  std::string name;
+  rp::ReplayTarget target;
+  std::unique_ptr<rp::StepExecutor> executor;
+};
+
+rp::CheckMode structure_only() { return rp::CheckMode::none(); }
+
+PairResult pair(const std::string& name, std::span<const std::uint8_t> expected,
+                std::span<const std::uint8_t> actual, rt::ElementType type,
+                const DriftCheck& check) {
+  const auto c = compare_values(expected, actual, type, check);
+  return {name, c.cls, c.agrees, c.stats, {}};
+}
+
+class Lockstep {
+ public:
+  Lockstep(const rp::ReplayPlan& plan, std::vector<Lane>& lanes, const CompareOptions& options,
+           CompareReport& report)
+      : plan_(plan), lanes_(lanes), options_(options), report_(report) {}
+
+  void run() {
+    std::vector<rp::Observation> seen(lanes_.size());
+    for (const auto& s : plan_.steps()) {
+      ++report_.events;
+      writes_.visit(s);
+      if (const auto* begin = std::get_if<rp::step::SubmitBegin>(&s.body))
+        begins_[s.ordinal] = begin;
+      for (std::size_t r = 0; r < lanes_.size(); ++r) seen[r] = lanes_[r].executor->execute(s);
+      structure(s, seen);
+      if (const auto* readback = std::get_if<rp::step::Readback>(&s.body)) {
+        this->readback(s, *readback, seen);
+      }
+      if (const auto* end = std::get_if<rp::step::SubmitEnd>(&s.body); end && options_.deep) {
+        deep(*end);
+      }
+    }
+  }
+
+ private:
+  void structural(const rp::ReplayStep& s, const std::string& runtime, const std::string& against,
+                  const rp::Observation& expected, const rp::Observation& actual,
+                  std::vector<StructuralDifference>& into, bool divergence) {
+    for (const auto& d : rp::compare(expected, actual, structure_only()).differences) {
+      const auto text = rp::render(d, expected, actual);
+      into.push_back({order_++, s.ordinal, rp::describe_step(s), runtime, against,
+                      std::string(rp::difference_kind_name(d.kind)), text.expected, text.actual});
+      if (divergence && !report_.first_divergence) {
+        report_.first_divergence =
+            FirstDivergence{s.ordinal, std::nullopt,           s.kind, rp::describe_step(s),
+                            runtime,   DriftClass::kStructural};
+      }
+    }
+  }
+
+  void structure(const rp::ReplayStep& s, const std::vector<rp::Observation>& seen) {
+    const rp::Observation recorded = rp::recorded_observation(s, plan_);
+    for (std::size_t r = 0; r < lanes_.size(); ++r) {
+      structural(s, lanes_[r].name, "recording", recorded, seen[r], report_.vs_recording, false);
+      if (r > 0)
+        structural(s, lanes_[r].name, lanes_[0].name, seen[0], seen[r], report_.structural, true);
+    }
+  }
+
+  void add(CommandComparison c) {
+    c.order = order_++;
+    for (const auto& p : c.results) {
+      c.worst = worst(c.worst, p.cls);
+      if (!p.agrees && c.agrees) {
+        c.agrees = false;
+        if (!report_.first_divergence) {
+          report_.first_divergence =
+              FirstDivergence{c.event, c.command, c.kind, c.call, p.runtime, p.cls};
+        }
+      }
+    }
+    report_.commands.push_back(std::move(c));
+  }
+
+  void readback(const rp::ReplayStep& s, const rp::step::Readback& b,
+                const std::vector<rp::Observation>& seen) {
+    if (!seen[0].readback) return;  // the baseline has nothing to compare with (structural)
+    const auto type = b.layout.element_type();
+    CommandComparison c;
+    c.event = s.ordinal;
+    c.kind = s.kind;
+    c.call = rp::describe_step(s);
+    c.shapes = fmt::format("{} x {}", rt::element_type_name(type), b.layout.element_count());
+    const auto base = seen[0].readback->bytes();
+    for (std::size_t r = 1; r < lanes_.size(); ++r) {
+      if (!seen[r].readback) continue;  // reported as structural
+      c.results.push_back(
+          pair(lanes_[r].name, base, seen[r].readback->bytes(), type, options_.check));
+    }
+    if (b.payload) {
+      const auto* recorded = plan_.payload(*b.payload);
+      for (std::size_t r = 0; r < lanes_.size(); ++r) {
+        if (recorded && seen[r].readback) {
+          c.vs_recording.push_back(
+              pair(lanes_[r].name, *recorded, seen[r].readback->bytes(), type, options_.check));
+        }
+      }
+    }
+    add(std::move(c));
+  }
+
+  void deep(const rp::step::SubmitEnd& end) {
+    if (!end.fence) return;  // not submitted on the recording: nothing ran
+    auto it = begins_.find(end.begin_seq);
+    if (it == begins_.end()) return;
+    // The batch must have finished on every runtime before its regions are read.
+    for (auto& lane : lanes_) {
+      if (const auto* fence =
+              lane.executor->objects().fence({*end.fence, rp::ObjectRef::Space::kOwn})) {
+        (void)lane.executor->live_runtime().wait_fence(*fence);
+      }
+    }
+    // A region is compared for the last command of the batch that writes it: what is read after
+    // the batch is that command's result (an earlier writer's is gone).
+    struct Item {
+      const rp::step::Entry* entry;
+      const CommandInfo* info;
+      const Written* write;
+    };
+    std::vector<Item> items;
+    for (const auto& entry : it->second->entries) {
+      const CommandInfo* info = writes_.find(entry.command);
+      if (info == nullptr) continue;
+      for (const auto& w : info->writes) items.push_back({&entry, info, &w});
+    }
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      const Written& w = *items[i].write;
+      const bool overwritten = std::any_of(
+          items.begin() + static_cast<std::ptrdiff_t>(i) + 1, items.end(), [&](const Item& later) {
+            const Written& v = *later.write;
+            return v.buffer == w.buffer && v.offset_bytes < w.offset_bytes + w.length_bytes &&
+                   w.offset_bytes < v.offset_bytes + v.length_bytes;
+          });
+      if (overwritten) {
+        ++report_.deep_regions_overwritten;
+        continue;
+      }
+      region(*it, *items[i].entry, *items[i].info, w);
+    }
+  }
+
+  void region(const std::pair<const std::uint64_t, const rp::step::SubmitBegin*>& begin,
+              const rp::step::Entry& entry, const CommandInfo& info, const Written& w) {
+    const rp::ByteRange range{w.offset_bytes, w.length_bytes};
+    auto base = lanes_[0].executor->read_buffer(w.buffer, range);
+    if (!base) {
+      ++report_.deep_regions_skipped;
+      return;
+    }
+    const auto* buffer =
+        lanes_[0].executor->objects().buffer({w.buffer, rp::ObjectRef::Space::kOwn});
+    const auto type = lanes_[0].executor->live_runtime().buffer_descriptor(*buffer).element_type;
+    CommandComparison c;
+    c.event = info.event;
+    c.command = entry.command.ordinal;
+    c.submit_event = begin.first;
+    c.kind = info.kind;
+    c.call = info.call;
+    c.shapes = info.shapes;
+    c.node_index = entry.node_index;
+    if (entry.logical_work) c.participants = entry.logical_work->participant_count();
+    c.region = fmt::format("buffer#{} [{}, {})", w.buffer, w.offset_bytes,
+                           w.offset_bytes + w.length_bytes);
+    for (std::size_t r = 1; r < lanes_.size(); ++r) {
+      auto bytes = lanes_[r].executor->read_buffer(w.buffer, range);
+      if (!bytes) {
+        c.results.push_back(
+            {lanes_[r].name, DriftClass::kStructural, false, {}, bytes.error().message});
+        continue;
+      }
+      c.results.push_back(pair(lanes_[r].name, *base, *bytes, type, options_.check));
+    }
+    add(std::move(c));
+  }
+
+  const rp::ReplayPlan& plan_;
+  std::vector<Lane>& lanes_;
+  const CompareOptions& options_;
+  CompareReport& report_;
+  WriteMap writes_;
+  std::map<std::uint64_t, const rp::step::SubmitBegin*> begins_;
+  std::uint64_t order_ = 0;
+};
+
+nlohmann::json stats_json(const ElementStats& s) {
+  nlohmann::json ulp = nlohmann::json::object();
+  nlohmann::json magnitude = nlohmann::json::object();
+  for (std::size_t i = 0; i < kUlpBuckets.size(); ++i)
+    ulp[std::string(kUlpBuckets[i])] = s.ulp_histogram[i];
+  for (std::size_t i = 0; i < kMagnitudeBuckets.size(); ++i) {
+    magnitude[std::string(kMagnitudeBuckets[i])] = s.magnitude_histogram[i];
+  }
+  return {{"elements", s.elements},
+          {"differing", s.differing},
+          {"max_abs_error", s.max_abs_error},
+          {"mean_abs_error", s.mean_abs_error},
+          {"max_rel_error", s.max_rel_error},
+          {"max_ulp", s.max_ulp},
+          {"first_differing",
+           s.first_differing ? nlohmann::json(*s.first_differing) : nlohmann::json(nullptr)},
+          {"ulp_histogram", ulp},
+          {"magnitude_histogram", magnitude}};
+}
+
+nlohmann::json pairs_json(const std::vector<PairResult>& pairs) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& p : pairs) {
+    out[p.runtime] = {
+        {"class", drift_class_name(p.cls)}, {"agrees", p.agrees}, {"stats", stats_json(p.stats)}};
+    if (!p.note.empty()) out[p.runtime]["note"] = p.note;
+  }
+  return out;
+}
+
+nlohmann::json structural_json(const std::vector<StructuralDifference>& list) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& d : list) {
+    out.push_back({{"event", d.event},
+                   {"call", d.call},
+                   {"runtime", d.runtime},
+                   {"against", d.against},
+                   {"kind", d.kind},
+                   {"expected", d.expected},
+                   {"actual", d.actual}});
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string CompareReport::verdict() const {
+  if (!structural.empty()) return "structural";
+  for (const auto& c : commands) {
+    if (!c.agrees) return "drift";
+  }
+  return "match";
+}
+
+nlohmann::json CompareReport::to_json() const {
+  nlohmann::json commands_json = nlohmann::json::array();
+  for (const auto& c : commands) {
+    nlohmann::json j = {
+        {"ordinal", c.order},
+        {"event", c.event},
+        {"command", c.command ? nlohmann::json(*c.command) : nlohmann::json(nullptr)},
+        {"kind", c.kind},
+        {"call", c.call},
+        {"shapes", c.shapes},
+        {"node_index", c.node_index ? nlohmann::json(*c.node_index) : nlohmann::json(nullptr)},
+        {"participants", c.participants},
+        {"class", drift_class_name(c.worst)},
+        {"agrees", c.agrees},
+        {"runtimes", pairs_json(c.results)}};
+    if (c.submit_event) j["submit_event"] = *c.submit_event;
+    if (!c.region.empty()) j["region"] = c.region;
+    if (!c.vs_recording.empty()) j["vs_recording"] = pairs_json(c.vs_recording);
+    commands_json.push_back(std::move(j));
+  }
+  nlohmann::json first = nullptr;
+  if (first_divergence) {
+    const auto& f = *first_divergence;
+    first = {{"event", f.event},
+             {"command", f.command ? nlohmann::json(*f.command) : nlohmann::json(nullptr)},
+             {"kind", f.kind},
+             {"call", f.call},
+             {"runtime", f.runtime},
+             {"class", drift_class_name(f.cls)}};
+  }
+  return {{"trace", trace},
+          {"runtimes", runtimes},
+          {"check", check},
+          {"deep", deep},
+          {"events", events},
+          {"commands_compared", commands.size()},
+          {"first_divergence", first},
+          {"commands", commands_json},
+          {"structural", structural_json(structural)},
+          {"vs_recording", structural_json(vs_recording)},
+          {"deep_regions_skipped", deep_regions_skipped},
+          {"deep_regions_overwritten", deep_regions_overwritten},
+          {"verdict", verdict()}};
+}
+
+std::expected<CompareReport, rp::ReplayFailure> compare_trace(const std::filesystem::path& trace,
+                                                              const CompareOptions& options,
+                                                              const rt::RuntimeRegistry& registry) {
+  if (options.runtimes.size() < 2) {
+    return std::unexpected(rp::ReplayFailure{
+        rp::ReplayFailure::Kind::kUsage,
+        fmt::format("--runtimes needs at least two runtimes (the first is the baseline); got {}",
+                    options.runtimes.size())});
+  }
+  auto plan = rp::open_plan(trace);
+  if (!plan) return std::unexpected(plan.error());
+  std::vector<Lane> lanes;
+  for (unsigned i = 0; i < options.runtimes.size(); ++i) {
+    auto target = rp::open_target(*plan, trace, options.runtimes[i], options.open, registry, i);
+    if (!target) return std::unexpected(target.error());
+    lanes.push_back({options.runtimes[i], std::move(*target), nullptr});
+  }
+  for (auto& lane : lanes) {
+    lane.executor =
+        std::make_unique<rp::StepExecutor>(*plan, *lane.target.runtime, *lane.target.auxiliary);
+  }
+  CompareReport report;
+  report.trace = options.trace_label.empty() ? trace.string() : options.trace_label;
+  report.runtimes = options.runtimes;
+  report.check = options.check.to_string();
+  report.deep = options.deep;
+  Lockstep(*plan, lanes, options, report).run();
+  // A submit the recording never saw end (a recovered trace) finishes before its objects go.
+  for (const std::uint64_t begin : plan->unfinished_submits()) {
+    for (auto& lane : lanes) lane.executor->settle_submit(begin);
+  }
+  // Executors first (they release their objects on their runtimes), then the runtimes.
+  for (auto& lane : lanes) lane.executor.reset();
+  return report;
+}
+
+}  // namespace vtrace::drift
