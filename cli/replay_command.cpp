@@ -1,5 +1,5 @@
 // vtrace replay T [--runtime R] [--check bits|ulp:N|none] [--events A:B] [--json report.json]
-//                 [--exit-skip=125] [--threads N] [--isa NAME] [--device-memory SIZE]
+//                 [--exit-skip=125] [--repeat N] [--threads N] [--isa NAME] [--device-memory SIZE]
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -11,6 +11,7 @@
 #include "cli_support.h"
 #include "commands.h"
 #include "runtime_flags.h"
+#include "vtrace/drift/lockstep.h"
 #include "vtrace/replayer/replay_trace.h"
 
 namespace vtrace::cli {
@@ -24,8 +25,37 @@ struct ReplayCommandOptions {
   std::string events;
   std::string json;
   std::optional<int> exit_skip;
+  unsigned repeat = 1;
   RuntimeFlags runtime_flags;
 };
+
+// --repeat N: the runs compared with each other (drift::repeat_trace). Prints what it found;
+// returns whether every run was identical, or the exit code of a failure.
+std::expected<bool, int> check_repeat(const ReplayCommandOptions& o, const std::string& runtime,
+                                      const runtime::RuntimeOpenOptions& open) {
+  auto report = drift::repeat_trace(o.trace, runtime, o.repeat, open, runtime::default_registry());
+  if (!report) {
+    print_error(about_file(o.trace, report.error().message));
+    return std::unexpected(report.error().kind == replayer::ReplayFailure::Kind::kRuntimeUnavailable
+                               ? o.exit_skip.value_or(kExitRuntimeUnavailable)
+                               : kExitUsage);
+  }
+  if (report->matched()) {
+    fmt::print(
+        "repeat: {} runs on {} identical (every answer and every written region, bit for "
+        "bit)\n",
+        o.repeat, runtime);
+    return true;
+  }
+  const auto& f = *report->first_divergence;
+  fmt::print(
+      "NONDETERMINISM: {} runs on {} differ; first at event {} ({}) {}{}: {} is {} against "
+      "{}#1\n",
+      o.repeat, runtime, f.event, f.kind, f.call,
+      f.command ? fmt::format(", command {}", *f.command) : "", f.runtime,
+      drift::drift_class_name(f.cls), runtime);
+  return false;
+}
 
 class ProgressObserver final : public replayer::ReplayObserver {
  public:
@@ -137,6 +167,11 @@ int run_replay(const ReplayCommandOptions& o, const GlobalOptions& global) {
       return kExitUsage;
     }
   }
+  if (o.repeat > 1) {
+    auto repeated = check_repeat(o, r.runtime, options.open);
+    if (!repeated) return repeated.error();
+    if (!*repeated) return kExitMismatch;
+  }
   return r.matched() ? kExitOk : kExitMismatch;
 }
 
@@ -155,6 +190,10 @@ void add_replay_command(CLI::App& app, const GlobalOptions& global, RunFunction*
   cmd->add_option("--json", options->json, "Write the replay report as JSON to this file");
   cmd->add_option("--exit-skip", options->exit_skip,
                   "Exit with this code instead of 3 when the runtime is unavailable");
+  cmd->add_option("--repeat", options->repeat,
+                  "Also replay N times in lockstep and report any difference between the runs as "
+                  "nondeterminism")
+      ->check(CLI::Range(1u, 64u));
   add_runtime_flags(*cmd, options->runtime_flags, "the recorded device's capacity");
   cmd->callback([options, &global, run]() {
     *run = [options, &global]() { return run_replay(*options, global); };

@@ -403,7 +403,8 @@ std::expected<CompareReport, rp::ReplayFailure> compare_trace(const std::filesys
   for (unsigned i = 0; i < options.runtimes.size(); ++i) {
     auto target = rp::open_target(*plan, trace, options.runtimes[i], options.open, registry, i);
     if (!target) return std::unexpected(target.error());
-    lanes.push_back({options.runtimes[i], std::move(*target), nullptr});
+    const std::string label = i < options.labels.size() ? options.labels[i] : options.runtimes[i];
+    lanes.push_back({label, std::move(*target), nullptr});
   }
   for (auto& lane : lanes) {
     lane.executor =
@@ -411,7 +412,7 @@ std::expected<CompareReport, rp::ReplayFailure> compare_trace(const std::filesys
   }
   CompareReport report;
   report.trace = options.trace_label.empty() ? trace.string() : options.trace_label;
-  report.runtimes = options.runtimes;
+  for (const auto& lane : lanes) report.runtimes.push_back(lane.name);
   report.check = options.check.to_string();
   report.deep = options.deep;
   Lockstep(*plan, lanes, options, report).run();
@@ -422,6 +423,26 @@ std::expected<CompareReport, rp::ReplayFailure> compare_trace(const std::filesys
   // Executors first (they release their objects on their runtimes), then the runtimes.
   for (auto& lane : lanes) lane.executor.reset();
   return report;
+}
+
+std::expected<CompareReport, rp::ReplayFailure> repeat_trace(const std::filesystem::path& trace,
+                                                             const std::string& runtime,
+                                                             unsigned runs,
+                                                             rt::RuntimeOpenOptions open,
+                                                             const rt::RuntimeRegistry& registry) {
+  if (runs < 2) {
+    return std::unexpected(
+        rp::ReplayFailure{rp::ReplayFailure::Kind::kUsage,
+                          fmt::format("--repeat needs at least 2 runs to compare; got {}", runs)});
+  }
+  CompareOptions options;
+  options.deep = true;
+  options.open = open;
+  for (unsigned k = 1; k <= runs; ++k) {
+    options.runtimes.push_back(runtime);
+    options.labels.push_back(fmt::format("{}#{}", runtime, k));
+  }
+  return compare_trace(trace, options, registry);
 }
 
 }  // namespace vtrace::drift

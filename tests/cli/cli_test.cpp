@@ -465,3 +465,12 @@ TEST_CASE(
             fmt::format("compare {} --runtimes reference,no-such --exit-skip 125", golden("tiny")))
             .code == 125);
 }
+
+TEST_CASE("vtrace replay --repeat N compares the runs and says they are identical", "[cli]") {
+  auto run =
+      run_vtrace(fmt::format("replay {} --runtime cpu --repeat 3", golden("decode-short-v1.2")));
+  INFO(run.output);
+  CHECK(run.code == 0);
+  CHECK(run.output.find("repeat: 3 runs on cpu identical") != std::string::npos);
+  CHECK(run_vtrace(fmt::format("replay {} --repeat 0", golden("tiny"))).code == 2);
+}

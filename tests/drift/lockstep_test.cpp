@@ -189,3 +189,50 @@ TEST_CASE("compare refuses fewer than two runtimes, an unknown runtime and an un
   REQUIRE_FALSE(missing.has_value());
   CHECK(missing.error().kind == rp::ReplayFailure::Kind::kTrace);
 }
+
+TEST_CASE(
+    "replay --repeat: runs of a deterministic runtime are identical, and a runtime made "
+    "nondeterministic on purpose is caught at its first event",
+    "[drift]") {
+  const auto trace = golden("decode-short-v1.2.vtrace");
+  auto same = dr::repeat_trace(trace, "cpu", 3, {}, rt::default_registry());
+  REQUIRE(same.has_value());
+  CHECK(same->matched());
+  CHECK(same->runtimes == std::vector<std::string>{"cpu#1", "cpu#2", "cpu#3"});
+  CHECK(same->deep);
+
+  // cpu, except that every second readback in the process (a counter shared by all instances,
+  // like a reduction order that depends on timing) comes back with its lowest bit flipped.
+  class Flaky final : public rt::ForwardingRuntime {
+   public:
+    using ForwardingRuntime::ForwardingRuntime;
+    rt::Result<std::vector<std::uint8_t>> readback(rt::Stream& stream, const rt::Buffer& source,
+                                                   const rt::CopyRegion& region,
+                                                   const rt::HostTransferLayout& layout) override {
+      auto bytes = ForwardingRuntime::readback(stream, source, region, layout);
+      static unsigned calls = 0;
+      if (bytes && !bytes->empty() && (++calls % 2) == 0) (*bytes)[0] ^= 1;
+      return bytes;
+    }
+  };
+  rt::RuntimeRegistry registry;
+  registry.add(
+      "flaky", "cpu, flipping a bit of every second readback",
+      [](const rt::RuntimeOpenOptions& o) -> rt::Result<std::unique_ptr<rt::DeviceRuntime>> {
+        auto inner = rt::default_registry().open("cpu", o);
+        if (!inner) return std::unexpected(inner.error());
+        return std::unique_ptr<rt::DeviceRuntime>(std::make_unique<Flaky>(std::move(*inner)));
+      });
+  auto flaky = dr::repeat_trace(trace, "flaky", 2, {}, registry);
+  REQUIRE(flaky.has_value());
+  CHECK_FALSE(flaky->matched());
+  REQUIRE(flaky->first_divergence.has_value());
+  CHECK(flaky->first_divergence->runtime == "flaky#2");
+  // The first region compared (--deep) already differs: the first upload of the first batch.
+  REQUIRE_FALSE(flaky->commands.empty());
+  CHECK(flaky->first_divergence->event == flaky->commands.front().event);
+
+  auto one = dr::repeat_trace(trace, "cpu", 1, {}, rt::default_registry());
+  REQUIRE_FALSE(one.has_value());
+  CHECK(one.error().kind == rp::ReplayFailure::Kind::kUsage);
+}

@@ -51,6 +51,9 @@ struct CompareOptions {
   // How each runtime is opened; device_memory_bytes 0 = the recorded device's capacity.
   runtime::RuntimeOpenOptions open{};
   std::string trace_label;  // for the report; the path when empty
+  // What the report calls each runtime (default: its registry name). `vtrace replay --repeat N`
+  // names the same runtime N times and labels the runs "cpu#1", "cpu#2", ...
+  std::vector<std::string> labels;
 };
 
 // One runtime's answer of one command, against the baseline's.
@@ -121,5 +124,12 @@ struct CompareReport {
 std::expected<CompareReport, replayer::ReplayFailure> compare_trace(
     const std::filesystem::path& trace, const CompareOptions& options,
     const runtime::RuntimeRegistry& registry);
+
+// `vtrace replay --repeat N`: the same runtime N times in lockstep with --deep, bits, each run
+// labelled "<runtime>#<k>": any difference between runs is nondeterminism (the report's first
+// divergence is its first event). Errors: those of compare_trace; kUsage for N < 2.
+std::expected<CompareReport, replayer::ReplayFailure> repeat_trace(
+    const std::filesystem::path& trace, const std::string& runtime, unsigned runs,
+    runtime::RuntimeOpenOptions open, const runtime::RuntimeRegistry& registry);
 
 }  // namespace vtrace::drift
