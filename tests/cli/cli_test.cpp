@@ -474,3 +474,17 @@ TEST_CASE("vtrace replay --repeat N compares the runs and says they are identica
   CHECK(run.output.find("repeat: 3 runs on cpu identical") != std::string::npos);
   CHECK(run_vtrace(fmt::format("replay {} --repeat 0", golden("tiny"))).code == 2);
 }
+
+TEST_CASE("vtrace diff: the same workload on two bit-exact runtimes matches, other traces differ",
+          "[cli]") {
+  CHECK(run_vtrace(fmt::format("diff {} {}", golden("tiny"), golden("tiny-v1.2"))).code == 0);
+  auto other = run_vtrace(fmt::format("diff {} {}", golden("tiny"), golden("decode-short")));
+  INFO(other.output);
+  CHECK(other.code == 1);
+  CHECK(other.output.find("first divergence: event 2 (Admit)") != std::string::npos);
+  CHECK(other.output.find("verdict: structural") != std::string::npos);
+  CHECK(other.output.find("reproduce: vtrace diff") != std::string::npos);
+  CHECK(run_vtrace(fmt::format("diff {} /nonexistent.vtrace", golden("tiny"))).code == 2);
+  CHECK(run_vtrace(fmt::format("diff {} {} --check ulp", golden("tiny"), golden("tiny"))).code ==
+        2);
+}

@@ -236,3 +236,53 @@ TEST_CASE(
   REQUIRE_FALSE(one.has_value());
   CHECK(one.error().kind == rp::ReplayFailure::Kind::kUsage);
 }
+
+TEST_CASE(
+    "diff: two recordings of one workload align event by event; drift and structural "
+    "differences are named",
+    "[drift]") {
+  ScratchDir dir("drift-diff");
+  wl::WorkloadSpec spec = vtrace::test::small_decode_spec();
+  spec.decode.hidden = 48;
+  spec.decode.ffn = 1024;
+  for (const char* runtime : {"reference", "cpu", "cpu-splitk"}) {
+    (void)vtrace::test::record_workload(spec, dir / fmt::format("{}.vtrace", runtime), runtime);
+  }
+  const auto bits = *dr::parse_drift_check("bits");
+  auto diff = [&](const std::filesystem::path& a, const std::filesystem::path& b,
+                  const dr::DriftCheck& check) {
+    auto r = dr::diff_traces(a, b, check, "a", "b");
+    INFO((r ? std::string() : r.error().message));
+    REQUIRE(r.has_value());
+    return std::move(*r);
+  };
+  const auto same = diff(dir / "reference.vtrace", dir / "cpu.vtrace", bits);
+  CHECK(same.verdict() == "match");
+  CHECK(same.commands.size() == spec.decode.steps);
+
+  const auto drifted = diff(dir / "reference.vtrace", dir / "cpu-splitk.vtrace", bits);
+  CHECK(drifted.verdict() == "drift");
+  CHECK(drifted.structural.empty());
+  REQUIRE(drifted.first_divergence.has_value());
+  CHECK(drifted.first_divergence->kind == "Readback");
+  CHECK(drifted.first_divergence->runtime == "b");
+  CHECK(diff(dir / "reference.vtrace", dir / "cpu-splitk.vtrace", *dr::parse_drift_check("tol:1,1"))
+            .verdict() == "match");
+
+  // The same calls in formats 1.1 (OptionalCall) and 1.2 (one kind per method) are the same.
+  CHECK(diff(golden("contract-optional-v1.1.vtrace"), golden("contract-v1.2.vtrace"), bits)
+            .verdict() == "match");
+
+  // Different workloads: structural, first at the first call with other arguments.
+  const auto other = diff(golden("tiny.vtrace"), golden("decode-short.vtrace"), bits);
+  CHECK(other.verdict() == "structural");
+  REQUIRE(other.first_divergence.has_value());
+  CHECK(other.first_divergence->cls == dr::DriftClass::kStructural);
+  CHECK(other.first_divergence->kind == "Admit");
+  REQUIRE_FALSE(other.structural.empty());
+  CHECK(other.structural[0].kind == "call");
+
+  auto missing = dr::diff_traces(golden("tiny.vtrace"), dir / "none.vtrace", bits, "a", "b");
+  REQUIRE_FALSE(missing.has_value());
+  CHECK(missing.error().kind == rp::ReplayFailure::Kind::kTrace);
+}

@@ -132,4 +132,17 @@ std::expected<CompareReport, replayer::ReplayFailure> repeat_trace(
     const std::filesystem::path& trace, const std::string& runtime, unsigned runs,
     runtime::RuntimeOpenOptions open, const runtime::RuntimeRegistry& registry);
 
+// `vtrace diff A B`: two recorded traces of the same workload (captured on two backends, say)
+// aligned event by event. Each pair of events is compared as the recordings answered it: a
+// different kind, or (same kind) any difference between their recorded observations under
+// CheckMode::none, is structural; a Readback both answered is a compared command (numeric.h,
+// under `check`). A trace with more events than the other has a structural difference at the
+// first event the other lacks. The report has the shape of compare's, with the two traces as its
+// "runtimes" (labels `a` and `b`; `a` is the baseline). Errors: kTrace for an unreadable trace.
+std::expected<CompareReport, replayer::ReplayFailure> diff_traces(const std::filesystem::path& a,
+                                                                  const std::filesystem::path& b,
+                                                                  const DriftCheck& check,
+                                                                  const std::string& label_a,
+                                                                  const std::string& label_b);
+
 }  // namespace vtrace::drift

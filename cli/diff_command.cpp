@@ -1,0 +1,75 @@
+// vtrace diff A.vtrace B.vtrace [--check bits|ulp:N|tol[:ATOL,RTOL]] [--json R]
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+
+#include "cli_support.h"
+#include "commands.h"
+#include "drift_text.h"
+#include "vtrace/drift/lockstep.h"
+
+namespace vtrace::cli {
+
+namespace {
+
+struct DiffCommandOptions {
+  std::string a, b;
+  std::string check = "bits";
+  std::string json;
+};
+
+int run_diff(const DiffCommandOptions& o, const GlobalOptions& global) {
+  auto check = drift::parse_drift_check(o.check);
+  if (!check) {
+    print_error(fmt::format("--check `{}` is not one of bits, ulp:N, tol, tol:ATOL,RTOL", o.check));
+    return kExitUsage;
+  }
+  if (!o.json.empty()) {
+    if (auto bad = unusable_output(o.json, "the JSON report", true)) {
+      print_error(*bad);
+      return kExitUsage;
+    }
+  }
+  auto report = drift::diff_traces(o.a, o.b, *check, "a", "b");
+  if (!report) {
+    print_error(report.error().message);
+    return kExitUsage;
+  }
+  const std::string reproduce = fmt::format("vtrace diff {} {} --check {}", shell_quote(o.a),
+                                            shell_quote(o.b), shell_quote(o.check));
+  if (!global.quiet || !report->matched()) print_drift_report(*report, reproduce);
+  std::fflush(stdout);
+  if (!o.json.empty()) {
+    std::ofstream out(o.json);
+    if (out) out << report->to_json().dump(2) << '\n';
+    out.close();
+    if (!out) {
+      const int err = errno;
+      print_error(fmt::format("{}: cannot write the JSON report{}", o.json,
+                              err != 0 ? fmt::format(" ({})", std::strerror(err)) : ""));
+      return kExitUsage;
+    }
+  }
+  return report->matched() ? kExitOk : kExitMismatch;
+}
+
+}  // namespace
+
+void add_diff_command(CLI::App& app, const GlobalOptions& global, RunFunction* run) {
+  auto options = std::make_shared<DiffCommandOptions>();
+  auto* cmd = app.add_subcommand(
+      "diff", "Align two recorded traces event by event: structural differences, then numbers");
+  cmd->add_option("a", options->a, "The first .vtrace file (the baseline, `a`)")->required();
+  cmd->add_option("b", options->b, "The second .vtrace file (`b`)")->required();
+  cmd->add_option("--check", options->check,
+                  "Agreement: bits, ulp:N, tol (atol 1e-5, rtol 1e-3) or tol:ATOL,RTOL")
+      ->capture_default_str();
+  cmd->add_option("--json", options->json, "Write the report as JSON to this file");
+  cmd->callback([options, &global, run]() {
+    *run = [options, &global]() { return run_diff(*options, global); };
+  });
+}
+
+}  // namespace vtrace::cli

@@ -1,0 +1,96 @@
+// The text of a drift report (drift_text.h).
+#include "drift_text.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstring>
+
+namespace vtrace::cli {
+
+namespace {
+
+std::string stats_text(const drift::PairResult& p) {
+  const auto& s = p.stats;
+  if (!p.note.empty()) return p.note;
+  return fmt::format(
+      "{} of {} elements differ, max abs {:.3g}, mean abs {:.3g}, max rel {:.3g}, "
+      "max ulp {}",
+      s.differing, s.elements, s.max_abs_error, s.mean_abs_error, s.max_rel_error, s.max_ulp);
+}
+
+}  // namespace
+
+// A word as the shell reads it back: unchanged when it is plain, else in single quotes.
+std::string shell_quote(const std::string& word) {
+  const bool plain = !word.empty() && std::all_of(word.begin(), word.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || std::strchr("-_./:,=+@%", c) != nullptr;
+  });
+  if (plain) return word;
+  std::string out = "'";
+  for (char c : word) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+void print_drift_report(const drift::CompareReport& r, const std::string& reproduce) {
+  fmt::print("{} on {} (baseline {}, check {}{}): {} events, {} commands compared\n", r.trace,
+             fmt::format("{}", fmt::join(r.runtimes, ", ")), r.runtimes.front(), r.check,
+             r.deep ? ", deep" : "", r.events, r.commands.size());
+  if (r.first_divergence) {
+    const auto& f = *r.first_divergence;
+    fmt::print("first divergence: event {} ({}) {}{}\n  runtime {}: {}\n", f.event, f.kind, f.call,
+               f.command ? fmt::format(", command {}", *f.command) : "", f.runtime,
+               drift::drift_class_name(f.cls));
+    for (const auto& c : r.commands) {
+      if (c.event != f.event || c.command != f.command) continue;
+      if (!c.shapes.empty()) fmt::print("  shapes: {}\n", c.shapes);
+      if (c.node_index) fmt::print("  node: {}\n", *c.node_index);
+      if (c.participants > 0) fmt::print("  participants: {}\n", c.participants);
+      if (!c.region.empty()) fmt::print("  region: {}\n", c.region);
+      for (const auto& p : c.results) {
+        fmt::print("  {}: {} ({})\n", p.runtime, drift::drift_class_name(p.cls), stats_text(p));
+      }
+      break;
+    }
+    fmt::print("  reproduce: {}\n", reproduce);
+  }
+  for (std::size_t i = 0; i < std::min<std::size_t>(10, r.structural.size()); ++i) {
+    const auto& d = r.structural[i];
+    fmt::print("STRUCTURAL at event {}: {} ({} on {} vs {})\n  expected: {}\n  actual:   {}\n",
+               d.event, d.call, d.kind, d.runtime, d.against, d.expected, d.actual);
+  }
+  // The worst commands: the largest max ULP among those that disagree.
+  std::vector<const drift::CommandComparison*> bad;
+  for (const auto& c : r.commands) {
+    if (!c.agrees) bad.push_back(&c);
+  }
+  auto max_ulp = [](const drift::CommandComparison* c) {
+    std::uint64_t m = 0;
+    for (const auto& p : c->results) m = std::max(m, p.stats.max_ulp);
+    return m;
+  };
+  std::stable_sort(bad.begin(), bad.end(),
+                   [&](auto* a, auto* b) { return max_ulp(a) > max_ulp(b); });
+  if (!bad.empty()) fmt::print("worst commands ({} disagree):\n", bad.size());
+  for (std::size_t i = 0; i < std::min<std::size_t>(5, bad.size()); ++i) {
+    const auto& c = *bad[i];
+    for (const auto& p : c.results) {
+      if (p.agrees) continue;
+      fmt::print("  event {} {} {}: {} {} ({})\n", c.event, c.kind, c.shapes, p.runtime,
+                 drift::drift_class_name(p.cls), stats_text(p));
+    }
+  }
+  std::uint64_t vs_recording = r.vs_recording.size();
+  for (const auto& c : r.commands) {
+    for (const auto& p : c.vs_recording) vs_recording += p.agrees ? 0 : 1;
+  }
+  if (vs_recording > 0) {
+    fmt::print("note: {} answers differ from the recording (see --json `vs_recording`)\n",
+               vs_recording);
+  }
+  fmt::print("verdict: {}\n", r.verdict());
+}
+
+}  // namespace vtrace::cli
