@@ -1,4 +1,5 @@
-// vtrace demo [--out DIR]: record decode on reference, replay it bit-exactly, print a table.
+// vtrace demo [--out DIR]: record decode on reference, replay it bit-exactly on reference and on
+// cpu (with the speed-up), compare it in lockstep against cpu-splitk with --deep, print a table.
 #include <fmt/format.h>
 
 #include <chrono>
@@ -6,6 +7,7 @@
 
 #include "cli_support.h"
 #include "commands.h"
+#include "vtrace/drift/lockstep.h"
 #include "vtrace/recorder/recording_runtime.h"
 #include "vtrace/replayer/replay_trace.h"
 #include "vtrace/runtime/registry.h"
@@ -68,6 +70,28 @@ int run_demo(const DemoOptions& o) {
                ? kExitRuntimeUnavailable
                : kExitUsage;
   }
+  // The same trace on the optimized cpu runtime: bit-exact, faster.
+  replayer::ReplayTraceOptions on_cpu;
+  on_cpu.runtime = "cpu";
+  auto fast = replayer::replay_trace(trace, on_cpu, registry);
+  const auto t3 = std::chrono::steady_clock::now();
+  if (!fast) {
+    print_error(about_file(trace.string(), fast.error().message));
+    return fast.error().kind == replayer::ReplayFailure::Kind::kRuntimeUnavailable
+               ? kExitRuntimeUnavailable
+               : kExitUsage;
+  }
+  // And in lockstep against cpu-splitk, whose blocked reductions round differently.
+  drift::CompareOptions lockstep;
+  lockstep.runtimes = {"reference", "cpu-splitk"};
+  lockstep.deep = true;
+  auto compared = drift::compare_trace(trace, lockstep, registry);
+  if (!compared) {
+    print_error(about_file(trace.string(), compared.error().message));
+    return compared.error().kind == replayer::ReplayFailure::Kind::kRuntimeUnavailable
+               ? kExitRuntimeUnavailable
+               : kExitUsage;
+  }
   const auto ms = [](auto d) {
     return std::chrono::duration<double, std::milli>(d).count();
   };
@@ -91,18 +115,48 @@ int run_demo(const DemoOptions& o) {
              replayed->checked.calls, replayed->checked.readbacks,
              human_bytes(replayed->checked.readback_bytes), replayed->checked.counter_snapshots);
   fmt::print("  {:<22} record {:.0f} ms, replay {:.0f} ms\n", "time", ms(t1 - t0), ms(t2 - t1));
-  fmt::print("  {:<22} {}\n\n", "verdict", replayed->matched() ? "match (bit-exact)" : "MISMATCH");
-  fmt::print("trace: {}\n", trace.string());
+  fmt::print("  {:<22} {}\n", "verdict", replayed->matched() ? "match (bit-exact)" : "MISMATCH");
+  fmt::print("  {:<22} {} ({:.0f} ms, {:.1f}x the reference replay)\n", "replay on cpu",
+             fast->matched() ? "match (bit-exact)" : "MISMATCH", ms(t3 - t2),
+             ms(t3 - t2) > 0 ? ms(t2 - t1) / ms(t3 - t2) : 0.0);
+  const auto& cmp = *compared;
+  fmt::print("  {:<22} {} ({} commands compared, --deep)\n", "vs cpu-splitk", cmp.verdict(),
+             cmp.commands.size());
+  if (cmp.first_divergence) {
+    const auto& f = *cmp.first_divergence;
+    fmt::print("  {:<22} event {} ({}) {}: {}\n", "first divergence", f.event, f.kind, f.call,
+               drift::drift_class_name(f.cls));
+    for (const auto& command : cmp.commands) {
+      if (command.event != f.event || command.command != f.command) continue;
+      const auto& p = command.results.front();
+      fmt::print(
+          "  {:<22} shapes {}, node {}, {} of {} elements differ, max abs {:.3g}, max ulp {}\n", "",
+          command.shapes, command.node_index ? fmt::format("{}", *command.node_index) : "-",
+          p.stats.differing, p.stats.elements, p.stats.max_abs_error, p.stats.max_ulp);
+      break;
+    }
+  }
+  fmt::print("\ntrace: {}\n", trace.string());
   fmt::print("try:   vtrace info {0}  |  vtrace dump {0} --events 0:5  |  vtrace replay {0}\n",
              trace.string());
-  return replayed->matched() ? kExitOk : kExitMismatch;
+  fmt::print(
+      "       vtrace compare {0} --runtimes reference,cpu-splitk --deep --json report.json\n",
+      trace.string());
+  // Expected: bit-exact on reference and cpu, and cpu-splitk's drift found (its reductions are
+  // longer than one 256-long block here).
+  const bool expected =
+      replayed->matched() && fast->matched() && !cmp.matched() && cmp.first_divergence.has_value();
+  if (!expected) print_error("the demo did not behave as expected (see above)");
+  return expected ? kExitOk : kExitMismatch;
 }
 
 }  // namespace
 
 void add_demo_command(CLI::App& app, const GlobalOptions& /*global*/, RunFunction* run) {
   auto options = std::make_shared<DemoOptions>();
-  auto* cmd = app.add_subcommand("demo", "Record the decode workload, replay it, print a summary");
+  auto* cmd = app.add_subcommand(
+      "demo",
+      "Record the decode workload, replay it on reference and cpu, compare with cpu-splitk");
   cmd->add_option("--out", options->out, "Directory for the demo trace")->capture_default_str();
   cmd->callback([options, run]() { *run = [options]() { return run_demo(*options); }; });
 }

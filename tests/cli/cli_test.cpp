@@ -488,3 +488,17 @@ TEST_CASE("vtrace diff: the same workload on two bit-exact runtimes matches, oth
   CHECK(run_vtrace(fmt::format("diff {} {} --check ulp", golden("tiny"), golden("tiny"))).code ==
         2);
 }
+
+TEST_CASE("vtrace demo tells the whole story and exits 0", "[cli]") {
+  vtrace::test::ScratchDir dir("cli-demo");
+  auto demo = run_vtrace(fmt::format("demo --out {}", (dir / "out").string()));
+  INFO(demo.output);
+  CHECK(demo.code == 0);
+  CHECK(demo.output.find("verdict                match (bit-exact)") != std::string::npos);
+  CHECK(demo.output.find("replay on cpu          match (bit-exact)") != std::string::npos);
+  CHECK(demo.output.find("x the reference replay") != std::string::npos);
+  CHECK(demo.output.find("vs cpu-splitk          drift") != std::string::npos);
+  CHECK(demo.output.find("first divergence       event") != std::string::npos);
+  CHECK(demo.output.find("(EncodeDenseLinear)") != std::string::npos);
+  CHECK(demo.output.find("vtrace compare") != std::string::npos);
+}
