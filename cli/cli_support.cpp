@@ -3,9 +3,12 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <charconv>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <optional>
 
 namespace vtrace::cli {
@@ -116,6 +119,17 @@ std::string human_bytes(std::uint64_t bytes) {
   const double kib = static_cast<double>(bytes) / 1024.0;
   if (kib < 1024) return fmt::format("{:.1f} KiB", kib);
   return fmt::format("{:.2f} MiB", kib / 1024.0);
+}
+
+bool write_json_report(const std::string& path, const nlohmann::json& report) {
+  std::ofstream out(path);
+  if (out) out << report.dump(2) << '\n';
+  out.close();
+  if (out) return true;
+  const int err = errno;
+  print_error(fmt::format("{}: cannot write the JSON report{}", path,
+                          err != 0 ? fmt::format(" ({})", std::strerror(err)) : ""));
+  return false;
 }
 
 }  // namespace vtrace::cli

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <expected>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -50,5 +51,10 @@ std::string partial_note(const std::string& output);
 
 // Human-readable byte count: "1.5 MiB".
 std::string human_bytes(std::uint64_t bytes);
+
+// Writes `report` (indented JSON) to `path`; false, with one sentence on stderr naming the file and
+// the reason, when it cannot. Called after the text report is printed, so a bad path loses none
+// of it.
+bool write_json_report(const std::string& path, const nlohmann::json& report);
 
 }  // namespace vtrace::cli

@@ -3,9 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
-#include <fstream>
 #include <sstream>
 
 #include "cli_support.h"
@@ -72,17 +69,7 @@ int run_compare(const CompareCommandOptions& o, const GlobalOptions& global) {
   if (o.deep) reproduce += " --deep";
   if (!global.quiet || !report->matched()) print_drift_report(*report, reproduce);
   std::fflush(stdout);
-  if (!o.json.empty()) {
-    std::ofstream out(o.json);
-    if (out) out << report->to_json().dump(2) << '\n';
-    out.close();
-    if (!out) {
-      const int err = errno;
-      print_error(fmt::format("{}: cannot write the JSON report{}", o.json,
-                              err != 0 ? fmt::format(" ({})", std::strerror(err)) : ""));
-      return kExitUsage;
-    }
-  }
+  if (!o.json.empty() && !write_json_report(o.json, report->to_json())) return kExitUsage;
   return report->matched() ? kExitOk : kExitMismatch;
 }
 

@@ -1,10 +1,6 @@
 // vtrace diff A.vtrace B.vtrace [--check bits|ulp:N|tol[:ATOL,RTOL]] [--json R]
 #include <fmt/format.h>
 
-#include <cerrno>
-#include <cstring>
-#include <fstream>
-
 #include "cli_support.h"
 #include "commands.h"
 #include "drift_text.h"
@@ -41,17 +37,7 @@ int run_diff(const DiffCommandOptions& o, const GlobalOptions& global) {
                                             shell_quote(o.b), shell_quote(o.check));
   if (!global.quiet || !report->matched()) print_drift_report(*report, reproduce);
   std::fflush(stdout);
-  if (!o.json.empty()) {
-    std::ofstream out(o.json);
-    if (out) out << report->to_json().dump(2) << '\n';
-    out.close();
-    if (!out) {
-      const int err = errno;
-      print_error(fmt::format("{}: cannot write the JSON report{}", o.json,
-                              err != 0 ? fmt::format(" ({})", std::strerror(err)) : ""));
-      return kExitUsage;
-    }
-  }
+  if (!o.json.empty() && !write_json_report(o.json, report->to_json())) return kExitUsage;
   return report->matched() ? kExitOk : kExitMismatch;
 }
 

@@ -156,17 +156,7 @@ int run_replay(const ReplayCommandOptions& o, const GlobalOptions& global) {
              notes.empty() ? "" : fmt::format(" ({})", fmt::join(notes, "; ")));
   std::fflush(stdout);
   // Written last, so that a bad --json path loses none of the verdict printed above.
-  if (!o.json.empty()) {
-    std::ofstream out(o.json);
-    if (out) out << r.to_json().dump(2) << '\n';
-    out.close();
-    if (!out) {
-      const int err = errno;
-      print_error(fmt::format("{}: cannot write the JSON report{}", o.json,
-                              err != 0 ? fmt::format(" ({})", std::strerror(err)) : ""));
-      return kExitUsage;
-    }
-  }
+  if (!o.json.empty() && !write_json_report(o.json, r.to_json())) return kExitUsage;
   if (o.repeat > 1) {
     auto repeated = check_repeat(o, r.runtime, options.open);
     if (!repeated) return repeated.error();
