@@ -34,6 +34,12 @@ int run_demo(const DemoOptions& o) {
     return kExitUsage;
   }
   const auto& registry = runtime::default_registry();
+  // A replay or comparison that could not run: one sentence naming the trace, and its exit code.
+  const auto failed = [&](const replayer::ReplayFailure& f) {
+    print_error(about_file(trace.string(), f.message));
+    return f.kind == replayer::ReplayFailure::Kind::kRuntimeUnavailable ? kExitRuntimeUnavailable
+                                                                        : kExitUsage;
+  };
   auto inner = registry.open("reference");
   if (!inner) {
     print_error("runtime `reference` cannot be opened: " + inner.error().message());
@@ -64,34 +70,19 @@ int run_demo(const DemoOptions& o) {
   }
   auto replayed = replayer::replay_trace(trace, {}, registry);
   const auto t2 = std::chrono::steady_clock::now();
-  if (!replayed) {
-    print_error(about_file(trace.string(), replayed.error().message));
-    return replayed.error().kind == replayer::ReplayFailure::Kind::kRuntimeUnavailable
-               ? kExitRuntimeUnavailable
-               : kExitUsage;
-  }
+  if (!replayed) return failed(replayed.error());
   // The same trace on the optimized cpu runtime: bit-exact, faster.
   replayer::ReplayTraceOptions on_cpu;
   on_cpu.runtime = "cpu";
   auto fast = replayer::replay_trace(trace, on_cpu, registry);
   const auto t3 = std::chrono::steady_clock::now();
-  if (!fast) {
-    print_error(about_file(trace.string(), fast.error().message));
-    return fast.error().kind == replayer::ReplayFailure::Kind::kRuntimeUnavailable
-               ? kExitRuntimeUnavailable
-               : kExitUsage;
-  }
+  if (!fast) return failed(fast.error());
   // And in lockstep against cpu-splitk, whose blocked reductions round differently.
   drift::CompareOptions lockstep;
   lockstep.runtimes = {"reference", "cpu-splitk"};
   lockstep.deep = true;
   auto compared = drift::compare_trace(trace, lockstep, registry);
-  if (!compared) {
-    print_error(about_file(trace.string(), compared.error().message));
-    return compared.error().kind == replayer::ReplayFailure::Kind::kRuntimeUnavailable
-               ? kExitRuntimeUnavailable
-               : kExitUsage;
-  }
+  if (!compared) return failed(compared.error());
   const auto ms = [](auto d) {
     return std::chrono::duration<double, std::milli>(d).count();
   };

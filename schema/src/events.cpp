@@ -1,5 +1,6 @@
 #include "vtrace/schema/events.h"
 
+#include <cstring>
 #include <string>
 #include <utility>
 #include <vector>
@@ -553,7 +554,16 @@ bool verify_event_record(std::span<const std::uint8_t> bytes) {
   if (bytes.size() < sizeof(flatbuffers::uoffset_t) || bytes.size() > kMaxRecordBytes) {
     return false;
   }
-  flatbuffers::Verifier verifier(bytes.data(), bytes.size(), kEventMaxDepth, kEventMaxTables);
+  // The verifier reads scalars in place: a record whose bytes are not 8-byte aligned (a record
+  // header ends at any offset) is verified on an aligned copy.
+  std::vector<std::uint64_t> copy;
+  const std::uint8_t* data = bytes.data();
+  if (reinterpret_cast<std::uintptr_t>(data) % alignof(std::uint64_t) != 0) {
+    copy.resize((bytes.size() + 7) / 8);
+    std::memcpy(copy.data(), data, bytes.size());
+    data = reinterpret_cast<const std::uint8_t*>(copy.data());
+  }
+  flatbuffers::Verifier verifier(data, bytes.size(), kEventMaxDepth, kEventMaxTables);
   // An unknown union member verifies as "skip" (flatc generates `default: return true`), so a
   // newer writer's events still reach the reader, which then applies Event.required.
   return verifier.VerifyBuffer<fb::Event>(nullptr);

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstring>
 #include <limits>
 #include <optional>
 
@@ -792,6 +793,14 @@ std::uint64_t TraceReader::frames_decompressed() const { return impl_->decompres
 TraceResult<void> TraceReader::visit_events(std::uint64_t first, std::uint64_t last,
                                             const EventVisitor& visit) {
   Impl& m = *impl_;
+  std::vector<std::uint64_t> scratch;  // 8-byte aligned storage for an unaligned event
+  auto aligned_event = [&scratch](std::span<const std::uint8_t> bytes) {
+    if (reinterpret_cast<std::uintptr_t>(bytes.data()) % alignof(std::uint64_t) == 0) return bytes;
+    scratch.resize((bytes.size() + 7) / 8);
+    std::memcpy(scratch.data(), bytes.data(), bytes.size());
+    return std::span<const std::uint8_t>(reinterpret_cast<const std::uint8_t*>(scratch.data()),
+                                         bytes.size());
+  };
   last = std::min(last, m.totals.events);
   if (first >= last) return {};
   auto it = std::upper_bound(m.frames.begin(), m.frames.end(), first,
@@ -814,12 +823,15 @@ TraceResult<void> TraceReader::visit_events(std::uint64_t first, std::uint64_t l
         stop = true;
         return {};
       }
-      if (!m.opt.verify_event(r.payload)) {
+      // A record's payload starts wherever the record header ends; FlatBuffers reads its scalars
+      // in place and needs the buffer 8-byte aligned, so an unaligned event is read from a copy.
+      const std::span<const std::uint8_t> event = aligned_event(r.payload);
+      if (!m.opt.verify_event(event)) {
         return std::unexpected(make_error(
             TraceErrorKind::kVerifyFailed,
             fmt::format("{}: event {} fails the FlatBuffers verifier", where, n)));
       }
-      if (!visit(n, r.payload)) stop = true;
+      if (!visit(n, event)) stop = true;
       return {};
     });
     if (!parsed) return std::unexpected(parsed.error());

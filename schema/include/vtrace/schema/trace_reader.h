@@ -91,7 +91,8 @@ class TraceReader {
   std::span<const std::uint8_t> summary() const;
 
   // Calls visit(ordinal, verified event bytes) for ordinals in [first, last) in order; stops early
-  // when visit returns false. Decompresses only the frames that hold those events.
+  // when visit returns false. Decompresses only the frames that hold those events. The bytes are
+  // 8-byte aligned (FlatBuffers reads scalars in place) and valid only during the call.
   using EventVisitor = std::function<bool(std::uint64_t, std::span<const std::uint8_t>)>;
   TraceResult<void> visit_events(std::uint64_t first, std::uint64_t last,
                                  const EventVisitor& visit);
