@@ -36,6 +36,12 @@ std::vector<std::string> split(const std::string& list) {
 int run_compare(const CompareCommandOptions& o, const GlobalOptions& global) {
   drift::CompareOptions options;
   options.runtimes = split(o.runtimes);
+  if (o.runtimes.empty() || o.runtimes.back() == ',' ||
+      std::find(options.runtimes.begin(), options.runtimes.end(), "") != options.runtimes.end()) {
+    print_error(
+        fmt::format("--runtimes `{}` names an empty runtime (expected A,B[,C...])", o.runtimes));
+    return kExitUsage;
+  }
   auto check = drift::parse_drift_check(o.check);
   if (!check) {
     print_error(fmt::format("--check `{}` is not one of bits, ulp:N, tol, tol:ATOL,RTOL", o.check));

@@ -454,6 +454,12 @@ TEST_CASE(
             .code == 0);
 
   CHECK(run_vtrace(fmt::format("compare {} --runtimes reference", golden("tiny"))).code == 2);
+  for (const char* list : {"reference,", ",cpu", "reference,,cpu"}) {
+    auto empty = run_vtrace(fmt::format("compare {} --runtimes {}", golden("tiny"), list));
+    INFO(list);
+    CHECK(empty.code == 2);
+    CHECK(empty.output.find("names an empty runtime") != std::string::npos);
+  }
   CHECK(run_vtrace(fmt::format("compare {} --runtimes reference,cpu --check fuzzy", golden("tiny")))
             .code == 2);
   CHECK(run_vtrace(

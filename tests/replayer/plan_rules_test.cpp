@@ -1,9 +1,10 @@
 // The replay plan's one rule for results and errors: every event kind whose call returns a result
 // on success and an error on failure (admit, allocate, create_stream, the four encoders, readback)
 // must hold exactly one of the two; a trace that breaks it is refused naming the event and field.
-#include <catch2/catch.hpp>
-
 #include <fmt/format.h>
+
+#include <catch2/catch.hpp>
+#include <functional>
 
 #include "trace_fixtures.h"
 #include "vtrace/replayer/replay_plan.h"
@@ -69,6 +70,22 @@ flatbuffers::Offset<void> encode_body(flatbuffers::FlatBufferBuilder& b, fb::Eve
   }
 }
 
+// The plan's error for tiny.vtrace followed by one event `append` builds at ordinal `first`
+// (REQUIREs that the plan is refused); `ordinal` receives that event's ordinal.
+vs::TraceError plan_error_with(
+    const std::filesystem::path& path, std::uint64_t& ordinal,
+    const std::function<std::vector<std::uint8_t>(std::uint64_t)>& append) {
+  vtrace::test::write_tiny_plus(path, [&](vs::TraceWriter& writer, std::uint64_t first) {
+    ordinal = first;
+    REQUIRE(writer.append_event(append(first)).has_value());
+  });
+  auto reader = vs::TraceReader::open(path);
+  REQUIRE(reader.has_value());
+  auto plan = rp::ReplayPlan::build(**reader);
+  REQUIRE_FALSE(plan.has_value());
+  return plan.error();
+}
+
 }  // namespace
 
 TEST_CASE("an encode event with neither or both of command and error is refused by the plan",
@@ -81,20 +98,15 @@ TEST_CASE("an encode event with neither or both of command and error is refused 
       INFO(kind << (shape == Shape::kNeither ? " with neither" : " with both"));
       const auto path = dir / fmt::format("{}-{}.vtrace", kind, static_cast<int>(shape));
       std::uint64_t ordinal = 0;
-      vtrace::test::write_tiny_plus(path, [&](vs::TraceWriter& writer, std::uint64_t first) {
-        ordinal = first;
+      const auto error = plan_error_with(path, ordinal, [&](std::uint64_t first) {
         flatbuffers::FlatBufferBuilder b;
         const auto made = encode_body(b, body, shape);
-        REQUIRE(writer.append_event(vtrace::test::finish_event(b, first, body, made, true))
-                    .has_value());
+        return vtrace::test::finish_event(b, first, body, made, true);
       });
-      auto reader = vs::TraceReader::open(path);
-      REQUIRE(reader.has_value());
-      auto plan = rp::ReplayPlan::build(**reader);
-      REQUIRE_FALSE(plan.has_value());
-      CHECK(plan.error().kind == vs::TraceErrorKind::kCorrupt);
-      CHECK(plan.error().message ==
-            fmt::format("event {} ({}): needs exactly one of `command` and `error`", ordinal, kind));
+      CHECK(error.kind == vs::TraceErrorKind::kCorrupt);
+      CHECK(
+          error.message ==
+          fmt::format("event {} ({}): needs exactly one of `command` and `error`", ordinal, kind));
     }
   }
 }
@@ -106,22 +118,14 @@ TEST_CASE("the plan refuses an event naming an object after the event that relea
   vtrace::test::ScratchDir dir("plan-released");
   const auto path = dir / "released.vtrace";
   std::uint64_t ordinal = 0;
-  vtrace::test::write_tiny_plus(path, [&](vs::TraceWriter& writer, std::uint64_t first) {
-    ordinal = first;
+  const auto error = plan_error_with(path, ordinal, [](std::uint64_t first) {
     flatbuffers::FlatBufferBuilder b;
     const fb::ObjectRef buffer(0, fb::RefSpace::Own);
     const auto body = fb::CreateEncodeZero(b, &buffer, 0, 2, 7).Union();
-    REQUIRE(writer
-                .append_event(
-                    vtrace::test::finish_event(b, first, fb::EventBody::EncodeZero, body, true))
-                .has_value());
+    return vtrace::test::finish_event(b, first, fb::EventBody::EncodeZero, body, true);
   });
-  auto reader = vs::TraceReader::open(path);
-  REQUIRE(reader.has_value());
-  auto plan = rp::ReplayPlan::build(**reader);
-  REQUIRE_FALSE(plan.has_value());
-  CHECK(plan.error().kind == vs::TraceErrorKind::kCorrupt);
-  CHECK(plan.error().message ==
+  CHECK(error.kind == vs::TraceErrorKind::kCorrupt);
+  CHECK(error.message ==
         fmt::format("event {} (EncodeZero): names buffer#0 after the event that released it",
                     ordinal));
 }
