@@ -1,4 +1,4 @@
-// vtrace compare T --runtimes a,b[,c...] [--check bits|ulp:N|tol[:ATOL,RTOL]] [--deep]
+// vtrace compare T --runtimes a,b[,c...] [--check bits|ulp:N|tol[:ATOL,RTOL]] [--deep] [--resync]
 //                  [--json R] [--exit-skip=N] [--threads N] [--isa NAME] [--device-memory SIZE]
 #include <fmt/format.h>
 
@@ -20,6 +20,7 @@ struct CompareCommandOptions {
   std::string runtimes;
   std::string check = "bits";
   bool deep = false;
+  bool resync = false;
   std::string json;
   std::optional<int> exit_skip;
   RuntimeFlags runtime_flags;
@@ -49,6 +50,7 @@ int run_compare(const CompareCommandOptions& o, const GlobalOptions& global) {
   }
   options.check = *check;
   options.deep = o.deep;
+  options.resync = o.resync;
   auto open = open_options(o.runtime_flags);
   if (!open) {
     print_error(open.error());
@@ -73,6 +75,7 @@ int run_compare(const CompareCommandOptions& o, const GlobalOptions& global) {
       fmt::format("vtrace compare {} --runtimes {} --check {}", shell_quote(o.trace),
                   shell_quote(o.runtimes), shell_quote(o.check));
   if (o.deep) reproduce += " --deep";
+  if (o.resync) reproduce += " --resync";
   if (!global.quiet || !report->matched()) print_drift_report(*report, reproduce);
   std::fflush(stdout);
   if (!o.json.empty() && !write_json_report(o.json, report->to_json())) return kExitUsage;
@@ -93,7 +96,10 @@ void add_compare_command(CLI::App& app, const GlobalOptions& global, RunFunction
                   "Agreement: bits, ulp:N, tol (atol 1e-5, rtol 1e-3) or tol:ATOL,RTOL")
       ->capture_default_str();
   cmd->add_flag("--deep", options->deep,
-                "After every batch, compare every region its commands wrote");
+                "Run each batch command by command and compare every region each one wrote");
+  cmd->add_flag("--resync", options->resync,
+                "Also run each command on the baseline's inputs: the error it introduced "
+                "(implies --deep)");
   cmd->add_option("--json", options->json, "Write the comparison report as JSON to this file");
   cmd->add_option("--exit-skip", options->exit_skip,
                   "Exit with this code instead of 3 when a runtime is unavailable");

@@ -21,6 +21,37 @@ std::string stats_text(const drift::PairResult& p) {
       s.differing, s.elements, s.max_abs_error, s.mean_abs_error, s.max_rel_error, s.max_ulp);
 }
 
+// --resync: which commands introduce error, and which only carry in what an earlier one made.
+void print_introduced(const drift::CompareReport& r) {
+  std::vector<const drift::CommandComparison*> introducing;
+  std::uint64_t carried_only = 0;
+  for (const auto& c : r.commands) {
+    if (c.introduced.empty()) continue;
+    const bool introduces = std::any_of(c.introduced.begin(), c.introduced.end(),
+                                        [](const drift::PairResult& p) { return !p.agrees; });
+    if (introduces) {
+      introducing.push_back(&c);
+    } else if (!c.agrees) {
+      ++carried_only;
+    }
+  }
+  fmt::print("introduced error (--resync): {} commands introduce error, {} only carry it in\n",
+             introducing.size(), carried_only);
+  for (std::size_t i = 0; i < std::min<std::size_t>(10, introducing.size()); ++i) {
+    const auto& c = *introducing[i];
+    for (std::size_t k = 0; k < c.introduced.size(); ++k) {
+      const auto& in = c.introduced[k];
+      if (in.agrees) continue;
+      const auto& carried = c.results[k];
+      fmt::print("  event {} {} {}{}: {} introduced {} (max ulp {}), carried {} (max ulp {})\n",
+                 c.event, c.kind, c.shapes, c.node_index ? fmt::format(" node {}", *c.node_index) : "",
+                 in.runtime, drift::drift_class_name(in.cls), in.stats.max_ulp,
+                 drift::drift_class_name(carried.cls), carried.stats.max_ulp);
+    }
+  }
+  if (introducing.size() > 10) fmt::print("  ... {} more in --json\n", introducing.size() - 10);
+}
+
 }  // namespace
 
 // A word as the shell reads it back: unchanged when it is plain, else in single quotes.
@@ -37,7 +68,7 @@ std::string shell_quote(const std::string& word) {
 void print_drift_report(const drift::CompareReport& r, const std::string& reproduce) {
   fmt::print("{} on {} (baseline {}, check {}{}): {} events, {} commands compared\n", r.trace,
              fmt::format("{}", fmt::join(r.runtimes, ", ")), r.runtimes.front(), r.check,
-             r.deep ? ", deep" : "", r.events, r.commands.size());
+             r.resync ? ", deep, resync" : (r.deep ? ", deep" : ""), r.events, r.commands.size());
   if (r.first_divergence) {
     const auto& f = *r.first_divergence;
     fmt::print("first divergence: event {} ({}) {}{}\n  runtime {}: {}\n", f.event, f.kind, f.call,
@@ -51,6 +82,10 @@ void print_drift_report(const drift::CompareReport& r, const std::string& reprod
       if (!c.region.empty()) fmt::print("  region: {}\n", c.region);
       for (const auto& p : c.results) {
         fmt::print("  {}: {} ({})\n", p.runtime, drift::drift_class_name(p.cls), stats_text(p));
+      }
+      for (const auto& p : c.introduced) {
+        fmt::print("  {} introduced (on the baseline's inputs): {} ({})\n", p.runtime,
+                   drift::drift_class_name(p.cls), stats_text(p));
       }
       break;
     }
@@ -82,6 +117,7 @@ void print_drift_report(const drift::CompareReport& r, const std::string& reprod
                  drift::drift_class_name(p.cls), stats_text(p));
     }
   }
+  if (r.resync) print_introduced(r);
   std::uint64_t vs_recording = r.vs_recording.size();
   for (const auto& c : r.commands) {
     for (const auto& p : c.vs_recording) vs_recording += p.agrees ? 0 : 1;

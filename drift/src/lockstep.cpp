@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <map>
 #include <memory>
+#include <set>
 
 #include "vtrace/replayer/comparator.h"
 #include "vtrace/replayer/step_executor.h"
@@ -29,7 +30,9 @@ struct CommandInfo {
   std::string kind;
   std::string call;
   std::string shapes;
+  const rp::ReplayStep* step = nullptr;  // the encode step (run again by run_private)
   std::vector<Written> writes;
+  std::vector<Written> reads;  // the inputs --resync overwrites with the baseline's
 };
 
 std::string launch_shapes(const rp::step::EncodeDenseLinear& s) {
@@ -53,19 +56,27 @@ class WriteMap {
   }
 
  private:
-  static void write(CommandInfo& info, const rp::ObjectRef& buffer, std::uint64_t offset,
-                    std::uint64_t length) {
+  static void add_region(std::vector<Written>& into, const rp::ObjectRef& buffer,
+                         std::uint64_t offset, std::uint64_t length) {
     if (buffer.space == rp::ObjectRef::Space::kOwn && length > 0) {
-      info.writes.push_back({buffer.ordinal, offset, length});
+      into.push_back({buffer.ordinal, offset, length});
     }
   }
+  static void write(CommandInfo& info, const rp::ObjectRef& buffer, std::uint64_t offset,
+                    std::uint64_t length) {
+    add_region(info.writes, buffer, offset, length);
+  }
+  static void read(CommandInfo& info, const rp::step::Region& r) {
+    add_region(info.reads, r.buffer, r.offset_bytes, r.length_bytes);
+  }
   CommandInfo info(const rp::ReplayStep& s, std::string shapes) {
-    return {s.ordinal, s.kind, rp::describe_step(s), std::move(shapes), {}};
+    return {s.ordinal, s.kind, rp::describe_step(s), std::move(shapes), &s, {}, {}};
   }
   void add(const rp::ReplayStep& s, const rp::step::EncodeCopy& b) {
     if (!b.command) return;
     auto i = info(s, fmt::format("{} bytes", b.region.length_bytes()));
     write(i, b.destination, b.region.destination_offset_bytes(), b.region.length_bytes());
+    add_region(i.reads, b.source, b.region.source_offset_bytes(), b.region.length_bytes());
     commands_[*b.command] = std::move(i);
   }
   void add(const rp::ReplayStep& s, const rp::step::EncodeUpload& b) {
@@ -84,8 +95,11 @@ class WriteMap {
   void add(const rp::ReplayStep& s, const rp::step::EncodeDenseLinear& b) {
     if (!b.command) return;
     auto i = info(s, launch_shapes(b));
-    for (const auto& l : b.launches)
+    for (const auto& l : b.launches) {
       write(i, l.output.buffer, l.output.offset_bytes, l.output.length_bytes);
+      read(i, l.input);
+      read(i, l.weight);
+    }
     commands_[*b.command] = std::move(i);
   }
   void add(const rp::ReplayStep&, const rp::step::CoalesceProgramBindings& b) {
@@ -115,25 +129,39 @@ PairResult pair(const std::string& name, std::span<const std::uint8_t> expected,
   return {name, c.cls, c.agrees, c.stats, {}};
 }
 
+// A region's bytes on one runtime, to put back after the private runs of a batch.
+struct Saved {
+  Written region;
+  std::vector<std::uint8_t> bytes;
+};
+
 class Lockstep {
  public:
   Lockstep(const rp::ReplayPlan& plan, std::vector<Lane>& lanes, const CompareOptions& options,
            CompareReport& report)
-      : plan_(plan), lanes_(lanes), options_(options), report_(report) {}
+      : plan_(plan), lanes_(lanes), options_(options), report_(report) {
+    for (const auto& s : plan_.steps()) {
+      if (const auto* end = std::get_if<rp::step::SubmitEnd>(&s.body)) ends_[end->begin_seq] = end;
+    }
+  }
 
   void run() {
     std::vector<rp::Observation> seen(lanes_.size());
     for (const auto& s : plan_.steps()) {
       ++report_.events;
       writes_.visit(s);
-      if (const auto* begin = std::get_if<rp::step::SubmitBegin>(&s.body))
+      const auto* begin = std::get_if<rp::step::SubmitBegin>(&s.body);
+      if (begin) {
         begins_[s.ordinal] = begin;
+        if (options_.deep || options_.resync) probe(s.ordinal, *begin);
+      }
       for (std::size_t r = 0; r < lanes_.size(); ++r) seen[r] = lanes_[r].executor->execute(s);
       structure(s, seen);
       if (const auto* readback = std::get_if<rp::step::Readback>(&s.body)) {
         this->readback(s, *readback, seen);
       }
-      if (const auto* end = std::get_if<rp::step::SubmitEnd>(&s.body); end && options_.deep) {
+      if (const auto* end = std::get_if<rp::step::SubmitEnd>(&s.body);
+          end && after_batch_.erase(end->begin_seq) > 0) {
         deep(*end);
       }
     }
@@ -164,17 +192,24 @@ class Lockstep {
     }
   }
 
+  static std::optional<FirstDivergence> first_disagreeing(const CommandComparison& c,
+                                                          const std::vector<PairResult>& pairs) {
+    for (const auto& p : pairs) {
+      if (!p.agrees) return FirstDivergence{c.event, c.command, c.kind, c.call, p.runtime, p.cls};
+    }
+    return std::nullopt;
+  }
+
   void add(CommandComparison c) {
     c.order = order_++;
-    for (const auto& p : c.results) {
-      c.worst = worst(c.worst, p.cls);
-      if (!p.agrees && c.agrees) {
-        c.agrees = false;
-        if (!report_.first_divergence) {
-          report_.first_divergence =
-              FirstDivergence{c.event, c.command, c.kind, c.call, p.runtime, p.cls};
-        }
-      }
+    for (const auto& p : c.results) c.worst = worst(c.worst, p.cls);
+    for (const auto& p : c.introduced) c.worst_introduced = worst(c.worst_introduced, p.cls);
+    auto first = first_disagreeing(c, c.results);
+    c.agrees = !first.has_value();
+    if (first && !report_.first_divergence) report_.first_divergence = first;
+    if (auto introduced = first_disagreeing(c, c.introduced);
+        introduced && !report_.first_introduced) {
+      report_.first_introduced = introduced;
     }
     report_.commands.push_back(std::move(c));
   }
@@ -206,10 +241,109 @@ class Lockstep {
     add(std::move(c));
   }
 
+  // ---- per-command comparison (--deep, --resync) ----------------------------------------------
+
+  // One command of a batch run privately: its info and entry.
+  struct Probe {
+    const rp::step::Entry* entry;
+    const CommandInfo* info;
+  };
+
+  // Before a batch the recording submitted runs on the lanes, its commands are run one at a time
+  // on every lane's private stream (run_private) and what each wrote is compared right after it;
+  // with --resync they are run once more, each after its inputs were overwritten with the
+  // baseline's. Every region those runs touch is saved first and put back after each pass, so
+  // the product's batch then runs on exactly the state the recording's did. A batch this cannot
+  // do (a command of a kind that cannot be encoded again, a region that cannot be read or written
+  // as elements, a private run the baseline refuses) is compared after it ran instead (deep()).
+  void probe(std::uint64_t begin, const rp::step::SubmitBegin& b) {
+    auto end = ends_.find(begin);
+    if (end == ends_.end() || !end->second->fence || end->second->rejected) return;  // never ran
+    std::vector<Probe> probes;
+    std::vector<Written> touched;
+    for (const auto& entry : b.entries) {
+      const CommandInfo* info = writes_.find(entry.command);
+      if (info == nullptr || info->step == nullptr) return fall_back(begin);
+      probes.push_back({&entry, info});
+      touched.insert(touched.end(), info->writes.begin(), info->writes.end());
+      if (options_.resync) touched.insert(touched.end(), info->reads.begin(), info->reads.end());
+    }
+    std::vector<std::vector<Saved>> saved(lanes_.size());
+    for (std::size_t r = 0; r < lanes_.size(); ++r) {
+      for (const auto& w : touched) {
+        auto bytes = lanes_[r].executor->read_buffer(w.buffer, {w.offset_bytes, w.length_bytes});
+        if (!bytes) return fall_back(begin);
+        saved[r].push_back({w, std::move(*bytes)});
+      }
+    }
+    std::vector<CommandComparison> compared;
+    if (!private_pass(begin, probes, false, compared) || !restore(saved)) return fall_back(begin);
+    if (options_.resync) {
+      std::vector<CommandComparison> resynced;
+      if (!private_pass(begin, probes, true, resynced) || !restore(saved)) {
+        return fall_back(begin);
+      }
+      for (std::size_t i = 0; i < compared.size(); ++i) {
+        compared[i].introduced = std::move(resynced[i].results);
+      }
+    }
+    for (auto& c : compared) add(std::move(c));
+  }
+
+  void fall_back(std::uint64_t begin) {
+    ++report_.batches_after_submit;
+    after_batch_.insert(begin);
+  }
+
+  // Puts every saved region back on its lane; false when a write failed.
+  bool restore(const std::vector<std::vector<Saved>>& saved) {
+    for (std::size_t r = 0; r < lanes_.size(); ++r) {
+      for (const auto& s : saved[r]) {
+        if (!lanes_[r].executor->write_buffer(s.region.buffer, s.region.offset_bytes, s.bytes)) {
+          return false;
+        }
+      }
+    }
+    return true;
+  }
+
+  // Runs the batch's commands one at a time on every lane (after copying the baseline's inputs
+  // into the others when `resync`), comparing each written region right after its command: one
+  // comparison per (command, written region), in order. False when the baseline could not run one.
+  bool private_pass(std::uint64_t begin, const std::vector<Probe>& probes, bool resync,
+                    std::vector<CommandComparison>& out) {
+    for (const auto& probe : probes) {
+      std::vector<std::string> notes(lanes_.size());
+      if (resync) {
+        for (const auto& in : probe.info->reads) {
+          auto base = lanes_[0].executor->read_buffer(in.buffer, {in.offset_bytes, in.length_bytes});
+          if (!base) return false;
+          for (std::size_t r = 1; r < lanes_.size(); ++r) {
+            if (auto w = lanes_[r].executor->write_buffer(in.buffer, in.offset_bytes, *base); !w) {
+              notes[r] = fmt::format("its inputs could not be resynced: {}", w.error().message);
+            }
+          }
+        }
+      }
+      for (std::size_t r = 0; r < lanes_.size(); ++r) {
+        if (auto ran = lanes_[r].executor->run_private(*probe.info->step); !ran) {
+          if (r == 0) return false;
+          notes[r] = fmt::format("running it alone failed: {}", ran.error().message);
+        }
+      }
+      for (const auto& w : probe.info->writes) {
+        if (auto c = compare_region(begin, *probe.entry, *probe.info, w, notes)) {
+          out.push_back(std::move(*c));
+        }
+      }
+    }
+    return true;
+  }
+
+  // ---- after the batch (a batch probe() could not run command by command) ----------------------
   void deep(const rp::step::SubmitEnd& end) {
-    if (!end.fence) return;  // not submitted on the recording: nothing ran
     auto it = begins_.find(end.begin_seq);
-    if (it == begins_.end()) return;
+    if (it == begins_.end() || !end.fence) return;
     // The batch must have finished on every runtime before its regions are read.
     for (auto& lane : lanes_) {
       if (const auto* fence =
@@ -230,6 +364,7 @@ class Lockstep {
       if (info == nullptr) continue;
       for (const auto& w : info->writes) items.push_back({&entry, info, &w});
     }
+    const std::vector<std::string> no_notes(lanes_.size());
     for (std::size_t i = 0; i < items.size(); ++i) {
       const Written& w = *items[i].write;
       const bool overwritten = std::any_of(
@@ -242,17 +377,24 @@ class Lockstep {
         ++report_.deep_regions_overwritten;
         continue;
       }
-      region(*it, *items[i].entry, *items[i].info, w);
+      if (auto c = compare_region(it->first, *items[i].entry, *items[i].info, w, no_notes)) {
+        add(std::move(*c));
+      }
     }
   }
 
-  void region(const std::pair<const std::uint64_t, const rp::step::SubmitBegin*>& begin,
-              const rp::step::Entry& entry, const CommandInfo& info, const Written& w) {
+  // Reads region `w` on every lane and compares it with the baseline's; nullopt (counted as
+  // skipped) when the baseline cannot read it as elements. `notes[r]`: why lane r's answer is
+  // structural (its private run or resync failed), else empty.
+  std::optional<CommandComparison> compare_region(std::uint64_t begin,
+                                                  const rp::step::Entry& entry,
+                                                  const CommandInfo& info, const Written& w,
+                                                  const std::vector<std::string>& notes) {
     const rp::ByteRange range{w.offset_bytes, w.length_bytes};
     auto base = lanes_[0].executor->read_buffer(w.buffer, range);
     if (!base) {
       ++report_.deep_regions_skipped;
-      return;
+      return std::nullopt;
     }
     const auto* buffer =
         lanes_[0].executor->objects().buffer({w.buffer, rp::ObjectRef::Space::kOwn});
@@ -260,7 +402,7 @@ class Lockstep {
     CommandComparison c;
     c.event = info.event;
     c.command = entry.command.ordinal;
-    c.submit_event = begin.first;
+    c.submit_event = begin;
     c.kind = info.kind;
     c.call = info.call;
     c.shapes = info.shapes;
@@ -270,14 +412,14 @@ class Lockstep {
                            w.offset_bytes + w.length_bytes);
     for (std::size_t r = 1; r < lanes_.size(); ++r) {
       auto bytes = lanes_[r].executor->read_buffer(w.buffer, range);
-      if (!bytes) {
-        c.results.push_back(
-            {lanes_[r].name, DriftClass::kStructural, false, {}, bytes.error().message});
+      if (!notes[r].empty() || !bytes) {
+        c.results.push_back({lanes_[r].name, DriftClass::kStructural, false, {},
+                             notes[r].empty() ? bytes.error().message : notes[r]});
         continue;
       }
       c.results.push_back(pair(lanes_[r].name, *base, *bytes, type, options_.check));
     }
-    add(std::move(c));
+    return c;
   }
 
   const rp::ReplayPlan& plan_;
@@ -286,6 +428,8 @@ class Lockstep {
   CompareReport& report_;
   WriteMap writes_;
   std::map<std::uint64_t, const rp::step::SubmitBegin*> begins_;
+  std::map<std::uint64_t, const rp::step::SubmitEnd*> ends_;
+  std::set<std::uint64_t> after_batch_;  // batches compared after they ran (deep())
   std::uint64_t order_ = 0;
 };
 
@@ -361,30 +505,38 @@ nlohmann::json CompareReport::to_json() const {
     if (c.submit_event) j["submit_event"] = *c.submit_event;
     if (!c.region.empty()) j["region"] = c.region;
     if (!c.vs_recording.empty()) j["vs_recording"] = pairs_json(c.vs_recording);
+    if (resync && c.command) {
+      j["introduced"] = pairs_json(c.introduced);
+      j["introduced_class"] = drift_class_name(c.worst_introduced);
+      j["inherited"] = pairs_json(c.results);
+    }
     commands_json.push_back(std::move(j));
   }
-  nlohmann::json first = nullptr;
-  if (first_divergence) {
-    const auto& f = *first_divergence;
-    first = {{"event", f.event},
-             {"command", f.command ? nlohmann::json(*f.command) : nlohmann::json(nullptr)},
-             {"kind", f.kind},
-             {"call", f.call},
-             {"runtime", f.runtime},
-             {"class", drift_class_name(f.cls)}};
-  }
+  auto divergence_json = [](const std::optional<FirstDivergence>& first) -> nlohmann::json {
+    if (!first) return nullptr;
+    const auto& f = *first;
+    return {{"event", f.event},
+            {"command", f.command ? nlohmann::json(*f.command) : nlohmann::json(nullptr)},
+            {"kind", f.kind},
+            {"call", f.call},
+            {"runtime", f.runtime},
+            {"class", drift_class_name(f.cls)}};
+  };
   return {{"trace", trace},
           {"runtimes", runtimes},
           {"check", check},
           {"deep", deep},
+          {"resync", resync},
           {"events", events},
           {"commands_compared", commands.size()},
-          {"first_divergence", first},
+          {"first_divergence", divergence_json(first_divergence)},
+          {"first_introduced", divergence_json(first_introduced)},
           {"commands", commands_json},
           {"structural", structural_json(structural)},
           {"vs_recording", structural_json(vs_recording)},
           {"deep_regions_skipped", deep_regions_skipped},
           {"deep_regions_overwritten", deep_regions_overwritten},
+          {"batches_after_submit", batches_after_submit},
           {"verdict", verdict()}};
 }
 
@@ -414,7 +566,8 @@ std::expected<CompareReport, rp::ReplayFailure> compare_trace(const std::filesys
   report.trace = options.trace_label.empty() ? trace.string() : options.trace_label;
   for (const auto& lane : lanes) report.runtimes.push_back(lane.name);
   report.check = options.check.to_string();
-  report.deep = options.deep;
+  report.deep = options.deep || options.resync;
+  report.resync = options.resync;
   Lockstep(*plan, lanes, options, report).run();
   // A submit the recording never saw end (a recovered trace) finishes before its objects go.
   for (const std::uint64_t begin : plan->unfinished_submits()) {

@@ -149,33 +149,29 @@ class StepExecutor::Visitor {
     }
   }
 
-  void exec(const step::EncodeCopy& s) {
+  // The four re-encodable commands: the live encode of the recorded call, nullopt when a buffer
+  // it names is not live (a problem). exec keeps the command; run_private submits it privately.
+  std::optional<rt::Result<rt::CommandPtr>> encode(const step::EncodeCopy& s) {
     bool ok_src = false;
     bool ok_dst = false;
     const rt::Buffer* src = buffer(s.source, ok_src);
     const rt::Buffer* dst = buffer(s.destination, ok_dst);
-    if (src == nullptr || dst == nullptr) return;
-    auto live = rt_.encode_copy(*src, *dst, s.region);
-    keep_command(s.outcome, s.command, live);
+    if (src == nullptr || dst == nullptr) return std::nullopt;
+    return rt_.encode_copy(*src, *dst, s.region);
   }
-
-  void exec(const step::EncodeUpload& s) {
+  std::optional<rt::Result<rt::CommandPtr>> encode(const step::EncodeUpload& s) {
     bool ok = false;
     const rt::Buffer* dst = buffer(s.destination, ok);
-    if (dst == nullptr) return;
-    auto live = rt_.encode_upload(*ex_.plan_.payload(s.payload), s.layout, *dst, s.offset_bytes);
-    keep_command(s.outcome, s.command, live);
+    if (dst == nullptr) return std::nullopt;
+    return rt_.encode_upload(*ex_.plan_.payload(s.payload), s.layout, *dst, s.offset_bytes);
   }
-
-  void exec(const step::EncodeZero& s) {
+  std::optional<rt::Result<rt::CommandPtr>> encode(const step::EncodeZero& s) {
     bool ok = false;
     const rt::Buffer* dst = buffer(s.destination, ok);
-    if (dst == nullptr) return;
-    auto live = rt_.encode_zero(*dst, s.offset_bytes, s.length_bytes);
-    keep_command(s.outcome, s.command, live);
+    if (dst == nullptr) return std::nullopt;
+    return rt_.encode_zero(*dst, s.offset_bytes, s.length_bytes);
   }
-
-  void exec(const step::EncodeDenseLinear& s) {
+  std::optional<rt::Result<rt::CommandPtr>> encode(const step::EncodeDenseLinear& s) {
     std::vector<rt::DenseLinearLaunch> launches;
     launches.reserve(s.launches.size());
     bool all_ok = true;
@@ -189,9 +185,13 @@ class StepExecutor::Visitor {
       launches.push_back({region(l.input), region(l.weight), region(l.output), l.rows,
                           l.in_features, l.out_features});
     }
-    if (!all_ok) return;
-    auto live = rt_.encode_dense_linear({launches, s.participant_count, s.token_count});
-    keep_command(s.outcome, s.command, live);
+    if (!all_ok) return std::nullopt;
+    return rt_.encode_dense_linear({launches, s.participant_count, s.token_count});
+  }
+  template <typename S>
+    requires requires(Visitor& v, const S& s) { v.encode(s); }
+  void exec(const S& s) {
+    if (auto live = encode(s)) keep_command(s.outcome, s.command, *live);
   }
 
   void exec(const step::SubmitBegin& s) {
@@ -520,17 +520,50 @@ std::expected<void, BufferAccessError> StepExecutor::write_buffer(
   auto stream = private_stream();
   if (!stream) return std::unexpected(stream.error());
   const auto before = rt_.counter_snapshot();
-  std::expected<void, BufferAccessError> result;
-  if (auto command = rt_.encode_upload(bytes, *layout, *buffer, offset_bytes); !command) {
-    result = std::unexpected(runtime_error(command.error()));
-  } else if (auto fence = rt_.submit(**stream, rt::CommandBatch::singleton(std::move(*command)));
-             !fence) {
-    result = std::unexpected(runtime_error(fence.error().error()));
-  } else if (auto done = rt_.wait_fence(**fence); !done) {
-    result = std::unexpected(runtime_error(std::move(done.error()).into_error()));
-  } else if (done->terminal.failure) {
-    result = std::unexpected(runtime_error(*done->terminal.failure));
-  }
+  auto command = rt_.encode_upload(bytes, *layout, *buffer, offset_bytes);
+  auto result = command ? submit_private(**stream, std::move(*command))
+                        : std::unexpected(runtime_error(command.error()));
+  add_private_traffic(before);
+  return result;
+}
+
+std::expected<void, BufferAccessError> StepExecutor::submit_private(rt::Stream& stream,
+                                                                    rt::CommandPtr command) {
+  auto fence = rt_.submit(stream, rt::CommandBatch::singleton(std::move(command)));
+  if (!fence) return std::unexpected(runtime_error(fence.error().error()));
+  auto done = rt_.wait_fence(**fence);
+  if (!done) return std::unexpected(runtime_error(std::move(done.error()).into_error()));
+  if (done->terminal.failure) return std::unexpected(runtime_error(*done->terminal.failure));
+  return {};
+}
+
+std::expected<void, BufferAccessError> StepExecutor::run_private(const ReplayStep& encode) {
+  auto stream = private_stream();
+  if (!stream) return std::unexpected(stream.error());
+  const auto before = rt_.counter_snapshot();
+  Observation scratch;
+  Visitor visitor(*this, encode, scratch);
+  auto live = std::visit(
+      [&](const auto& body) -> std::expected<rt::CommandPtr, BufferAccessError> {
+        if constexpr (requires { visitor.encode(body); }) {
+          auto encoded = visitor.encode(body);
+          if (!encoded) {
+            return std::unexpected(BufferAccessError{
+                BufferAccessError::Kind::kNoSuchBuffer,
+                fmt::format("event {} names a buffer that is not live", encode.ordinal)});
+          }
+          if (!*encoded) return std::unexpected(runtime_error(encoded->error()));
+          return std::move(**encoded);
+        } else {
+          return std::unexpected(BufferAccessError{
+              BufferAccessError::Kind::kUnsupported,
+              fmt::format("event {} ({}) is not a command vtrace can encode again", encode.ordinal,
+                          encode.kind)});
+        }
+      },
+      encode.body);
+  auto result = live ? submit_private(**stream, std::move(*live))
+                     : std::expected<void, BufferAccessError>(std::unexpected(live.error()));
   add_private_traffic(before);
   return result;
 }

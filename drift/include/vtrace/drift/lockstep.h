@@ -8,22 +8,31 @@
 //     attribution, counters, ...): any difference is a `structural` entry;
 //   - numbers: a Readback both answered is a compared command (numeric.h: class, statistics,
 //     agreement under the check);
-//   - deep (`deep`): after each submitted batch, every buffer region a command of the batch wrote
-//     (copy, upload and zero destinations, dense-linear outputs; coalesced commands inherit their
-//     inputs' regions) is read back on every runtime, in entry order, and compared the same way,
-//     so the first divergent command is found even when the product read back only the logits.
-//     A region is compared for the last command of the batch that writes it (what is read after
-//     the batch is that command's result); an earlier writer's region is counted as overwritten.
-//     Those reads go through StepExecutor::read_buffer on a private stream: the counters the
-//     product's CounterSnapshot events are compared on are each runtime's minus that traffic, so
-//     --deep never turns into a counter difference. A region the baseline cannot read as whole
-//     elements of its buffer's type is skipped. The limit: a batch whose commands reuse buffers
-//     (the decode workload ping-pongs its activations) shows only the last writer of each region,
-//     so "first divergent command" means the first whose result survives its batch.
+//   - deep (`deep`): before each batch the recording submitted runs, its commands are run one at
+//     a time on every runtime's private stream (StepExecutor::run_private) and every buffer
+//     region each one wrote (copy, upload and zero destinations, dense-linear outputs; coalesced
+//     commands inherit their inputs' regions) is read back on every runtime right after it and
+//     compared, so the first divergent *command* is found even when the product read back only
+//     the logits and even when a later command of the batch overwrites the region. Every region
+//     the private runs touch is saved first and written back afterwards, and then the product's
+//     batch runs as recorded. A batch that cannot be run command by command (a command of a kind
+//     that cannot be encoded again, a region that is not whole elements, a private run the
+//     baseline refuses) is counted in batches_after_submit and compared after it ran instead, for
+//     the last writer of each region (earlier writers counted as deep_regions_overwritten). A
+//     region the baseline cannot read as whole elements is skipped (deep_regions_skipped).
+//     All these operations go through the executor's private stream: the counters the product's
+//     CounterSnapshot events are compared on are each runtime's minus that traffic, so --deep
+//     never turns into a counter difference.
+//   - resync (`resync`, implies deep): the batch's commands are run one at a time a second time,
+//     each after the baseline's values of its inputs (copy sources, dense-linear inputs and
+//     weights) were written into every other runtime's: the answer is the error the command
+//     introduced itself (`introduced`), next to the error it carried in (`results`). The state is
+//     put back before the product's batch runs, as for deep.
 //   - recording: every runtime is also compared with the recording, as `vtrace replay` does
 //     (structure under CheckMode::none, readbacks numerically): informational, never the verdict.
 // The first divergence is the first command (in execution order) that disagrees under the check,
-// or the first structural difference, whichever came first.
+// or the first structural difference, whichever came first; with resync, first_introduced is the
+// first command whose introduced error disagrees.
 //
 // Ownership: the report owns its values. Thread rules: one thread; the runtimes are opened and
 // closed inside compare_trace. Errors: replayer::ReplayFailure (kTrace, kUsage for fewer than two
@@ -48,6 +57,7 @@ struct CompareOptions {
   std::vector<std::string> runtimes;  // at least two; the first is the baseline
   DriftCheck check;
   bool deep = false;
+  bool resync = false;  // implies deep
   // How each runtime is opened; device_memory_bytes 0 = the recorded device's capacity.
   runtime::RuntimeOpenOptions open{};
   std::string trace_label;  // for the report; the path when empty
@@ -76,10 +86,16 @@ struct CommandComparison {
   std::optional<std::uint32_t> node_index;
   std::uint32_t participants = 0;
   std::string region;                    // deep: "buffer#7 [0, 4096)"
-  std::vector<PairResult> results;       // one per runtime after the baseline
+  // One per runtime after the baseline: the command's answer as the replay carried it (its
+  // inputs those the runtime computed itself; with --resync, the "inherited" error).
+  std::vector<PairResult> results;
+  // --resync, per-command comparisons: the same command run after its inputs were overwritten
+  // with the baseline's, i.e. the error it introduced itself. Empty otherwise.
+  std::vector<PairResult> introduced;
   std::vector<PairResult> vs_recording;  // readbacks: every runtime (baseline first) vs recording
   DriftClass worst = DriftClass::kBitwise;
-  bool agrees = true;
+  DriftClass worst_introduced = DriftClass::kBitwise;
+  bool agrees = true;  // every `results` entry agrees (the verdict is on these)
 };
 
 struct StructuralDifference {
@@ -106,13 +122,17 @@ struct CompareReport {
   std::vector<std::string> runtimes;
   std::string check;
   bool deep = false;
+  bool resync = false;
   std::uint64_t events = 0;
   std::vector<CommandComparison> commands;
   std::vector<StructuralDifference> structural;    // between runtimes and the baseline
   std::vector<StructuralDifference> vs_recording;  // between each runtime and the recording
   std::uint64_t deep_regions_skipped = 0;          // the baseline could not read them as elements
   std::uint64_t deep_regions_overwritten = 0;      // a later command of the same batch wrote them
+  std::uint64_t batches_after_submit = 0;          // compared after they ran, not per command
   std::optional<FirstDivergence> first_divergence;
+  // --resync: the first command whose introduced error disagrees under the check.
+  std::optional<FirstDivergence> first_introduced;
 
   // "match", "drift" (numbers differ under the check) or "structural".
   std::string verdict() const;

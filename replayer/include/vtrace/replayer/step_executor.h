@@ -10,21 +10,22 @@
 // creates (replay never skips one).
 //
 // Private stream (for --deep / --resync): read_buffer and write_buffer read and write any live own
-// buffer through the runtime's own readback and upload, on a stream the executor creates and owns
-// (never one of the product's). This traffic moves the runtime's counters (readback_bytes;
-// submissions, commands and uploaded_bytes), so the rule is: every private operation measures the
-// runtime's counters before and after itself and adds the difference to private_traffic(); the
-// counters a CounterSnapshot step observes are the runtime's minus private_traffic(), i.e. what
-// the product's own calls moved. (Modular u64 arithmetic: exact for every counter, gauges too.)
-// A runtime without counters has nothing to subtract. A write must keep the buffer's element type
+// buffer through the runtime's own readback and upload, and run_private runs a recorded command
+// again, on a stream the executor creates and owns (never one of the product's). This traffic
+// moves the runtime's counters (readback_bytes; submissions, commands, uploaded_bytes and
+// dense_linear_launches), so the rule is: every private operation measures the runtime's counters
+// before and after itself and adds the difference to private_traffic(); the counters a
+// CounterSnapshot step observes are the runtime's minus private_traffic(), i.e. what the
+// product's own calls moved. (Modular u64 arithmetic: exact for every counter, gauges too.) A
+// runtime without counters has nothing to subtract. A write must keep the buffer's element type
 // (the upload layout is the buffer's element type); the bytes written are the caller's business
-// (--resync writes the recorded ones), the counters stay those of the product.
+// (--resync writes the baseline's), the counters stay those of the product.
 //
 // Ownership: borrows the plan and both runtimes, which must outlive the executor; owns every live
 //   object it made (released at destruction, a submit left running waited for by settle_submit).
 // Thread rules: one thread; nobody else may use the runtimes while the executor lives.
-// Errors: execute() never fails (what could not run is in Observation::problems); read_buffer and
-//   write_buffer return BufferAccessError.
+// Errors: execute() never fails (what could not run is in Observation::problems); read_buffer,
+//   write_buffer and run_private return BufferAccessError.
 #pragma once
 
 #include <cstdint>
@@ -50,6 +51,7 @@ struct BufferAccessError {
     kNoSuchBuffer,  // no live own buffer has that ordinal
     kInvalidRange,  // empty, or not whole elements of the buffer's element type
     kRuntime,       // the runtime refused (its error kind and message in `message`)
+    kUnsupported,   // run_private: the step is not a command that can be encoded again
   };
   Kind kind = Kind::kNoSuchBuffer;
   std::string message;
@@ -77,6 +79,13 @@ class StepExecutor {
   std::expected<void, BufferAccessError> write_buffer(std::uint64_t ordinal,
                                                       std::uint64_t offset_bytes,
                                                       std::span<const std::uint8_t> bytes);
+  // Encodes the command of `encode` (an EncodeCopy, EncodeUpload, EncodeZero or EncodeDenseLinear
+  // step of the plan) again with its recorded arguments and runs it alone on the private stream
+  // (a singleton Compute batch, submitted and waited for): the buffers change as the product's
+  // command would change them, the counters it moves are private traffic. --deep and --resync run
+  // a batch's commands one at a time this way. kUnsupported for any other step; kNoSuchBuffer when
+  // a buffer it names is not live; kRuntime when the encode, submit or wait failed.
+  std::expected<void, BufferAccessError> run_private(const ReplayStep& encode);
   // What the private operations moved on the runtime's counters so far (zero without counters).
   const runtime::CounterSnapshot& private_traffic() const { return private_traffic_; }
 
@@ -95,6 +104,8 @@ class StepExecutor {
 
   std::expected<runtime::Stream*, BufferAccessError> private_stream();
   void add_private_traffic(const std::optional<runtime::CounterSnapshot>& before);
+  std::expected<void, BufferAccessError> submit_private(runtime::Stream& stream,
+                                                        runtime::CommandPtr command);
 
   const ReplayPlan& plan_;
   runtime::DeviceRuntime& rt_;
