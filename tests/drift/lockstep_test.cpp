@@ -6,9 +6,12 @@
 
 #include <fmt/format.h>
 
+#include <functional>
+
 #include <catch2/catch.hpp>
 
 #include "trace_fixtures.h"
+#include "vtrace/recorder/recording_runtime.h"
 #include "vtrace/runtime/forwarding_runtime.h"
 #include "vtrace/runtime/registry.h"
 
@@ -36,10 +39,12 @@ std::filesystem::path record_long_decode(const ScratchDir& dir) {
 
 dr::CompareReport compare(const std::filesystem::path& trace, std::vector<std::string> runtimes,
                           bool deep = false, const char* check = "bits",
-                          const rt::RuntimeRegistry& registry = rt::default_registry()) {
+                          const rt::RuntimeRegistry& registry = rt::default_registry(),
+                          bool resync = false) {
   dr::CompareOptions options;
   options.runtimes = std::move(runtimes);
   options.deep = deep;
+  options.resync = resync;
   options.check = *dr::parse_drift_check(check);
   auto report = dr::compare_trace(trace, options, registry);
   INFO((report ? std::string() : report.error().message));
@@ -47,13 +52,50 @@ dr::CompareReport compare(const std::filesystem::path& trace, std::vector<std::s
   return std::move(*report);
 }
 
+rt::BufferPtr f16_buffer(rt::DeviceRuntime& r, const char* id, std::uint64_t bytes) {
+  auto request = rt::BufferRequest::create(*rt::ResourceId::create(id), bytes, 16,
+                                           rt::BufferUsage::kWeights, rt::ElementType::kF16);
+  REQUIRE(request.has_value());
+  auto permit = r.admit(*request);
+  REQUIRE(permit.has_value());
+  auto b = r.allocate(std::move(*permit));
+  REQUIRE(b.has_value());
+  return std::move(*b);
+}
+
+// Records `calls` on `runtime` (opened as device.vtrace.0) into `path`.
+void record_calls(const rt::RuntimeRegistry& registry, const char* runtime,
+                  const std::filesystem::path& path,
+                  const std::function<void(rt::DeviceRuntime&)>& calls) {
+  auto inner = registry.open(runtime, {.device_id = "device.vtrace.0"});
+  REQUIRE(inner.has_value());
+  auto recording =
+      vtrace::recorder::RecordingRuntime::create(std::move(*inner), runtime, path, {});
+  REQUIRE(recording.has_value());
+  calls(**recording);
+  REQUIRE((*recording)->close().has_value());
+}
+
+void submit_and_wait(rt::DeviceRuntime& r, rt::Stream& stream, rt::CommandBatch batch) {
+  auto fence = r.submit(stream, std::move(batch));
+  REQUIRE(fence.has_value());
+  REQUIRE(r.wait_fence(**fence).has_value());
+}
+
 }  // namespace
 
 TEST_CASE("reference and cpu match in lockstep on every golden trace, deep or not", "[drift]") {
   for (const char* name : {"decode-short-v1.2.vtrace", "contract-v1.2.vtrace", "tiny.vtrace"}) {
-    for (const bool deep : {false, true}) {
-      INFO(name << (deep ? " --deep" : ""));
-      const auto r = compare(golden(name), {"reference", "cpu"}, deep);
+    for (const int mode : {0, 1, 2}) {
+      const bool deep = mode > 0;
+      const bool resync = mode == 2;
+      INFO(name << (deep ? " --deep" : "") << (resync ? " --resync" : ""));
+      const auto r =
+          compare(golden(name), {"reference", "cpu"}, deep, "bits", rt::default_registry(), resync);
+      // Every batch of these traces runs command by command.
+      CHECK(r.batches_after_submit == 0);
+      CHECK(r.deep_regions_overwritten == 0);
+      CHECK_FALSE(r.first_introduced.has_value());
       CHECK(r.verdict() == "match");
       CHECK(r.structural.empty());
       CHECK_FALSE(r.first_divergence.has_value());
@@ -61,6 +103,7 @@ TEST_CASE("reference and cpu match in lockstep on every golden trace, deep or no
       for (const auto& c : r.commands) {
         REQUIRE(c.results.size() == 1);
         CHECK(c.results[0].cls == dr::DriftClass::kBitwise);
+        CHECK(c.introduced.size() == (resync && c.command ? 1U : 0U));
       }
       // And the baseline agrees with the recording (recorded on reference).
       CHECK(r.vs_recording.empty());
@@ -105,6 +148,14 @@ TEST_CASE(
   CHECK(first->shapes.find("x1024x") != std::string::npos);
   CHECK(first->results[0].stats.differing > 0);
   CHECK(first->results[0].stats.max_ulp > 0);
+  // Command by command: the first down projection of the first step already differs, although
+  // the batch's second layer overwrites the region it wrote (the activations ping-pong).
+  for (const auto& c : deep.commands) {
+    if (c.order >= first->order) break;
+    CHECK(c.shapes.find("x1024x") == std::string::npos);
+  }
+  CHECK(deep.batches_after_submit == 0);
+  CHECK(deep.deep_regions_overwritten == 0);
   // Every command before it agrees, and uploads are bitwise everywhere.
   for (const auto& c : deep.commands) {
     if (c.order >= first->order) break;
@@ -285,4 +336,176 @@ TEST_CASE(
   auto missing = dr::diff_traces(golden("tiny.vtrace"), dir / "none.vtrace", bits, "a", "b");
   REQUIRE_FALSE(missing.has_value());
   CHECK(missing.error().kind == rp::ReplayFailure::Kind::kTrace);
+}
+
+TEST_CASE(
+    "--resync tells the commands that introduce error from those that only carry it in",
+    "[drift]") {
+  // cpu-splitk differs from the reference only on reductions longer than one block: the down
+  // projections (k = 1024) introduce error, the up projections (k = 48) only carry it.
+  ScratchDir dir("drift-resync");
+  const auto trace = record_long_decode(dir);
+  const auto r = compare(trace, {"reference", "cpu-splitk"}, true, "bits", rt::default_registry(),
+                         true);
+  CHECK(r.resync);
+  CHECK(r.structural.empty());  // the resync writes move no product counter either
+  REQUIRE(r.first_introduced.has_value());
+  REQUIRE(r.first_divergence.has_value());
+  CHECK(r.first_introduced->event == r.first_divergence->event);
+  std::uint64_t up_carrying = 0, down_introducing = 0;
+  for (const auto& c : r.commands) {
+    if (!c.command) {
+      CHECK(c.introduced.empty());  // the product's readbacks are not resynced
+      continue;
+    }
+    REQUIRE(c.introduced.size() == 1);
+    const auto& introduced = c.introduced[0];
+    const auto& carried = c.results[0];
+    INFO("event " << c.event << " " << c.shapes);
+    if (c.shapes.find("x48x1024") != std::string::npos) {
+      CHECK(introduced.cls == dr::DriftClass::kBitwise);
+      if (!carried.agrees) ++up_carrying;
+    } else if (c.shapes.find("x1024x48") != std::string::npos) {
+      if (!introduced.agrees) ++down_introducing;
+    } else {
+      CHECK(introduced.cls == dr::DriftClass::kBitwise);  // uploads and zeros
+    }
+  }
+  CHECK(up_carrying > 0);
+  CHECK(down_introducing > 0);
+  const auto json = r.to_json();
+  CHECK(json["resync"] == true);
+  CHECK(json["first_introduced"]["event"] == r.first_introduced->event);
+  bool keyed = false;
+  for (const auto& c : json["commands"]) {
+    if (c["command"].is_null()) {
+      CHECK_FALSE(c.contains("introduced"));
+      continue;
+    }
+    REQUIRE(c.contains("introduced"));
+    REQUIRE(c.contains("inherited"));
+    CHECK(c.contains("introduced_class"));
+    CHECK(c["inherited"] == c["runtimes"]);
+    keyed = keyed || c["introduced"]["cpu-splitk"]["class"] != c["inherited"]["cpu-splitk"]["class"];
+  }
+  CHECK(keyed);
+  // Without --resync there is nothing introduced.
+  const auto plain = compare(trace, {"reference", "cpu-splitk"}, true);
+  CHECK_FALSE(plain.first_introduced.has_value());
+  CHECK(plain.to_json()["first_introduced"].is_null());
+}
+
+TEST_CASE(
+    "a batch with a command that cannot be run again alone is compared after it ran",
+    "[drift]") {
+  // A runtime whose static weight transform is a copy of the whole source: a command --deep
+  // cannot encode again (its effects are the runtime's), so its batch is compared as a whole.
+  class Transforming final : public rt::ForwardingRuntime {
+   public:
+    using ForwardingRuntime::ForwardingRuntime;
+    std::optional<rt::Result<rt::CommandPtr>> encode_static_weight_transform(
+        const rt::StaticWeightTransformRequest& request) override {
+      const auto bytes = buffer_descriptor(*request.destination).size_bytes;
+      auto region = rt::CopyRegion::create(0, 0, bytes);
+      return encode_copy(*request.source, *request.destination, *region);
+    }
+  };
+  rt::RuntimeRegistry registry;
+  for (const char* name : {"reference", "cpu"}) {
+    registry.add(
+        name, "transforming", [name](const rt::RuntimeOpenOptions& o)
+                                  -> rt::Result<std::unique_ptr<rt::DeviceRuntime>> {
+          auto inner = rt::default_registry().open(name, o);
+          if (!inner) return std::unexpected(inner.error());
+          return std::unique_ptr<rt::DeviceRuntime>(
+              std::make_unique<Transforming>(std::move(*inner)));
+        });
+  }
+  ScratchDir dir("drift-fallback");
+  const auto path = dir / "transform.vtrace";
+  record_calls(registry, "reference", path, [](rt::DeviceRuntime& r) {
+    auto stream = r.create_stream();
+    REQUIRE(stream.has_value());
+    auto source = f16_buffer(r, "weight.test.source", 64);
+    auto target = f16_buffer(r, "weight.test.target", 64);
+    std::vector<std::uint8_t> bytes(64);
+    for (std::size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<std::uint8_t>(i + 1);
+    auto layout = rt::HostTransferLayout::create(rt::ElementType::kF16, 32);
+    auto upload = r.encode_upload(bytes, *layout, *source, 0);
+    REQUIRE(upload.has_value());
+    auto transform = r.encode_static_weight_transform({source.get(), target.get(), "copy"});
+    REQUIRE(transform.has_value());
+    REQUIRE(transform->has_value());
+    rt::CommandBatch batch;
+    batch.push(std::move(*upload));
+    batch.push(std::move(**transform));
+    submit_and_wait(r, **stream, std::move(batch));
+    auto region = rt::CopyRegion::create(0, 0, 64);
+    auto read = r.readback(**stream, *target, *region, *layout);
+    REQUIRE(read.has_value());
+    CHECK(*read == bytes);
+  });
+  for (const bool resync : {false, true}) {
+    INFO((resync ? "--resync" : "--deep"));
+    const auto report = compare(path, {"reference", "cpu"}, true, "bits", registry, resync);
+    CHECK(report.verdict() == "match");
+    CHECK(report.structural.empty());
+    CHECK(report.vs_recording.empty());
+    CHECK(report.batches_after_submit == 1);
+    // The upload's region, compared after the batch; then the product's readback.
+    REQUIRE(report.commands.size() == 2);
+    CHECK(report.commands[0].kind == "EncodeUpload");
+    CHECK(report.commands[0].introduced.empty());
+    CHECK(report.commands[1].kind == "Readback");
+  }
+}
+
+TEST_CASE(
+    "--deep and --resync put back what they ran: a batch that overwrites its own input replays "
+    "as recorded",
+    "[drift]") {
+  // Batch 1 uploads A; batch 2 copies A to B, then zeroes A. Run command by command, batch 2
+  // leaves A zero: unless A is put back before the product's batch runs, its copy copies zeros.
+  ScratchDir dir("drift-restore");
+  const auto path = dir / "overwrite.vtrace";
+  record_calls(rt::default_registry(), "reference", path, [](rt::DeviceRuntime& r) {
+    auto stream = r.create_stream();
+    REQUIRE(stream.has_value());
+    auto a = f16_buffer(r, "resource.test.a", 64);
+    auto b = f16_buffer(r, "resource.test.b", 64);
+    std::vector<std::uint8_t> bytes(64);
+    for (std::size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<std::uint8_t>(3 * i + 1);
+    auto layout = rt::HostTransferLayout::create(rt::ElementType::kF16, 32);
+    auto upload = r.encode_upload(bytes, *layout, *a, 0);
+    REQUIRE(upload.has_value());
+    submit_and_wait(r, **stream, rt::CommandBatch::singleton(std::move(*upload)));
+    auto region = rt::CopyRegion::create(0, 0, 64);
+    auto copy = r.encode_copy(*a, *b, *region);
+    auto zero = r.encode_zero(*a, 0, 64);
+    REQUIRE(copy.has_value());
+    REQUIRE(zero.has_value());
+    rt::CommandBatch batch;
+    batch.push(std::move(*copy));
+    batch.push(std::move(*zero));
+    submit_and_wait(r, **stream, std::move(batch));
+    auto read = r.readback(**stream, *b, *region, *layout);
+    REQUIRE(read.has_value());
+    CHECK(*read == bytes);
+  });
+  for (const bool resync : {false, true}) {
+    INFO((resync ? "--resync" : "--deep"));
+    const auto report = compare(path, {"reference", "cpu"}, true, "bits", rt::default_registry(),
+                                resync);
+    CHECK(report.verdict() == "match");
+    CHECK(report.vs_recording.empty());
+    CHECK(report.structural.empty());
+    CHECK(report.batches_after_submit == 0);
+    // upload; copy and zero (each compared right after it ran); the readback.
+    REQUIRE(report.commands.size() == 4);
+    CHECK(report.commands[1].kind == "EncodeCopy");
+    CHECK(report.commands[2].kind == "EncodeZero");
+    CHECK(report.commands[3].kind == "Readback");
+    for (const auto& c : report.commands) CHECK(c.vs_recording.size() <= 2);
+    for (const auto& p : report.commands[3].vs_recording) CHECK(p.agrees);
+  }
 }
