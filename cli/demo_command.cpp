@@ -1,5 +1,6 @@
 // vtrace demo [--out DIR]: record decode on reference, replay it bit-exactly on reference and on
-// cpu (with the speed-up), compare it in lockstep against cpu-splitk with --deep, print a table.
+// cpu (with the speed-up), compare it in lockstep against cpu-splitk with --deep, extract its
+// first divergent command into repro.vtrace and replay that on both, print a table.
 #include <fmt/format.h>
 
 #include <chrono>
@@ -7,6 +8,7 @@
 
 #include "cli_support.h"
 #include "commands.h"
+#include "vtrace/drift/extract.h"
 #include "vtrace/drift/lockstep.h"
 #include "vtrace/recorder/recording_runtime.h"
 #include "vtrace/replayer/replay_trace.h"
@@ -83,6 +85,25 @@ int run_demo(const DemoOptions& o) {
   lockstep.deep = true;
   auto compared = drift::compare_trace(trace, lockstep, registry);
   if (!compared) return failed(compared.error());
+  // The first divergent command as a standalone trace, replayed on both.
+  const auto repro = std::filesystem::path(o.out) / "repro.vtrace";
+  std::optional<drift::ExtractReport> extracted;
+  std::optional<replayer::ReplayReport> repro_reference, repro_splitk;
+  if (compared->first_divergence && compared->first_divergence->command) {
+    drift::ExtractOptions what;
+    what.first_event = what.last_event = compared->first_divergence->event;
+    auto written = drift::extract_commands(trace, repro, what, registry);
+    if (!written) return failed(written.error());
+    extracted = std::move(*written);
+    auto on_reference = replayer::replay_trace(repro, {}, registry);
+    if (!on_reference) return failed(on_reference.error());
+    replayer::ReplayTraceOptions on_splitk;
+    on_splitk.runtime = "cpu-splitk";
+    auto drifting = replayer::replay_trace(repro, on_splitk, registry);
+    if (!drifting) return failed(drifting.error());
+    repro_reference = std::move(*on_reference);
+    repro_splitk = std::move(*drifting);
+  }
   const auto ms = [](auto d) {
     return std::chrono::duration<double, std::milli>(d).count();
   };
@@ -127,16 +148,29 @@ int run_demo(const DemoOptions& o) {
       break;
     }
   }
+  if (extracted) {
+    fmt::print("  {:<22} {} ({} events, {} buffers, {}): {} on reference, {} on cpu-splitk\n",
+               "extracted repro", repro.string(), extracted->events, extracted->buffers.size(),
+               human_bytes(extracted->uploaded_bytes),
+               repro_reference->matched() ? "match" : "MISMATCH",
+               repro_splitk->matched() ? "match" : "mismatch");
+  }
   fmt::print("\ntrace: {}\n", trace.string());
   fmt::print("try:   vtrace info {0}  |  vtrace dump {0} --events 0:5  |  vtrace replay {0}\n",
              trace.string());
   fmt::print(
-      "       vtrace compare {0} --runtimes reference,cpu-splitk --deep --json report.json\n",
+      "       vtrace compare {0} --runtimes reference,cpu-splitk --resync --json report.json\n",
       trace.string());
-  // Expected: bit-exact on reference and cpu, and cpu-splitk's drift found (its reductions are
-  // longer than one 256-long block here).
-  const bool expected =
-      replayed->matched() && fast->matched() && !cmp.matched() && cmp.first_divergence.has_value();
+  if (extracted) {
+    fmt::print("       vtrace replay {0} --runtime cpu-splitk  |  vtrace dump {0}\n",
+               repro.string());
+  }
+  // Expected: bit-exact on reference and cpu, cpu-splitk's drift found (its reductions are
+  // longer than one 256-long block here), and its first divergent command reproduced alone.
+  const bool expected = replayed->matched() && fast->matched() && !cmp.matched() &&
+                        cmp.first_divergence.has_value() && extracted &&
+                        extracted->reproduces_baseline && repro_reference->matched() &&
+                        !repro_splitk->matched();
   if (!expected) print_error("the demo did not behave as expected (see above)");
   return expected ? kExitOk : kExitMismatch;
 }
@@ -148,7 +182,7 @@ void add_demo_command(CLI::App& app, const GlobalOptions& /*global*/, RunFunctio
   auto* cmd = app.add_subcommand(
       "demo",
       "Record the decode workload, replay it on reference and cpu, compare with cpu-splitk");
-  cmd->add_option("--out", options->out, "Directory for the demo trace")->capture_default_str();
+  cmd->add_option("--out", options->out, "Directory for the demo trace and the repro")->capture_default_str();
   cmd->callback([options, run]() { *run = [options]() { return run_demo(*options); }; });
 }
 

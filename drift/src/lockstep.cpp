@@ -8,6 +8,7 @@
 #include <memory>
 #include <set>
 
+#include "command_effects.h"
 #include "vtrace/replayer/comparator.h"
 #include "vtrace/replayer/step_executor.h"
 #include "vtrace/replayer/step_text.h"
@@ -19,100 +20,9 @@ namespace rp = vtrace::replayer;
 
 namespace {
 
-// A region a command writes, and what to say about the command.
-struct Written {
-  std::uint64_t buffer = 0;  // own ordinal
-  std::uint64_t offset_bytes = 0;
-  std::uint64_t length_bytes = 0;
-};
-struct CommandInfo {
-  std::uint64_t event = 0;
-  std::string kind;
-  std::string call;
-  std::string shapes;
-  const rp::ReplayStep* step = nullptr;  // the encode step (run again by run_private)
-  std::vector<Written> writes;
-  std::vector<Written> reads;  // the inputs --resync overwrites with the baseline's
-};
-
-std::string launch_shapes(const rp::step::EncodeDenseLinear& s) {
-  std::string out;
-  for (const auto& l : s.launches) {
-    out += fmt::format("{}{}x{}x{}", out.empty() ? "" : " ", l.rows, l.in_features, l.out_features);
-  }
-  return out;
-}
-
-// What each encoded command writes, keyed by its recorded ordinal (own buffers only).
-class WriteMap {
- public:
-  void visit(const rp::ReplayStep& s) {
-    std::visit([&](const auto& b) { add(s, b); }, s.body);
-  }
-  const CommandInfo* find(const rp::ObjectRef& command) const {
-    if (command.space != rp::ObjectRef::Space::kOwn) return nullptr;
-    auto it = commands_.find(command.ordinal);
-    return it == commands_.end() ? nullptr : &it->second;
-  }
-
- private:
-  static void add_region(std::vector<Written>& into, const rp::ObjectRef& buffer,
-                         std::uint64_t offset, std::uint64_t length) {
-    if (buffer.space == rp::ObjectRef::Space::kOwn && length > 0) {
-      into.push_back({buffer.ordinal, offset, length});
-    }
-  }
-  static void write(CommandInfo& info, const rp::ObjectRef& buffer, std::uint64_t offset,
-                    std::uint64_t length) {
-    add_region(info.writes, buffer, offset, length);
-  }
-  static void read(CommandInfo& info, const rp::step::Region& r) {
-    add_region(info.reads, r.buffer, r.offset_bytes, r.length_bytes);
-  }
-  CommandInfo info(const rp::ReplayStep& s, std::string shapes) {
-    return {s.ordinal, s.kind, rp::describe_step(s), std::move(shapes), &s, {}, {}};
-  }
-  void add(const rp::ReplayStep& s, const rp::step::EncodeCopy& b) {
-    if (!b.command) return;
-    auto i = info(s, fmt::format("{} bytes", b.region.length_bytes()));
-    write(i, b.destination, b.region.destination_offset_bytes(), b.region.length_bytes());
-    add_region(i.reads, b.source, b.region.source_offset_bytes(), b.region.length_bytes());
-    commands_[*b.command] = std::move(i);
-  }
-  void add(const rp::ReplayStep& s, const rp::step::EncodeUpload& b) {
-    if (!b.command) return;
-    auto i = info(s, fmt::format("{} x {}", rt::element_type_name(b.layout.element_type()),
-                                 b.layout.element_count()));
-    write(i, b.destination, b.offset_bytes, b.payload_bytes);
-    commands_[*b.command] = std::move(i);
-  }
-  void add(const rp::ReplayStep& s, const rp::step::EncodeZero& b) {
-    if (!b.command) return;
-    auto i = info(s, fmt::format("{} bytes", b.length_bytes));
-    write(i, b.destination, b.offset_bytes, b.length_bytes);
-    commands_[*b.command] = std::move(i);
-  }
-  void add(const rp::ReplayStep& s, const rp::step::EncodeDenseLinear& b) {
-    if (!b.command) return;
-    auto i = info(s, launch_shapes(b));
-    for (const auto& l : b.launches) {
-      write(i, l.output.buffer, l.output.offset_bytes, l.output.length_bytes);
-      read(i, l.input);
-      read(i, l.weight);
-    }
-    commands_[*b.command] = std::move(i);
-  }
-  void add(const rp::ReplayStep&, const rp::step::CoalesceProgramBindings& b) {
-    // The outputs take the inputs' effects, in order, when the counts agree.
-    if (b.commands_in.size() != b.commands_out.size()) return;
-    for (std::size_t k = 0; k < b.commands_in.size(); ++k) {
-      if (const auto* in = find(b.commands_in[k])) commands_[b.commands_out[k]] = *in;
-    }
-  }
-  void add(const rp::ReplayStep&, const auto&) {}
-
-  std::map<std::uint64_t, CommandInfo> commands_;
-};
+using detail::CommandInfo;
+using detail::WriteMap;
+using detail::Written;
 
 struct Lane {
   std::string name;
@@ -263,7 +173,7 @@ class Lockstep {
     std::vector<Written> touched;
     for (const auto& entry : b.entries) {
       const CommandInfo* info = writes_.find(entry.command);
-      if (info == nullptr || info->step == nullptr) return fall_back(begin);
+      if (info == nullptr || info->step == nullptr || info->foreign) return fall_back(begin);
       probes.push_back({&entry, info});
       touched.insert(touched.end(), info->writes.begin(), info->writes.end());
       if (options_.resync) touched.insert(touched.end(), info->reads.begin(), info->reads.end());
