@@ -170,8 +170,8 @@ TEST_CASE("vtrace list-runtimes names reference, cpu and cpu-splitk and what eac
 }
 
 TEST_CASE("every vtrace subcommand has --help", "[cli]") {
-  for (const char* sub : {"record", "replay", "compare", "diff", "info", "dump", "verify", "demo",
-                          "list-runtimes"}) {
+  for (const char* sub : {"record", "replay", "compare", "diff", "extract", "info", "dump",
+                          "verify", "demo", "list-runtimes"}) {
     INFO(sub);
     auto run = run_vtrace(fmt::format("{} --help", sub));
     CHECK(run.code == 0);
@@ -508,4 +508,78 @@ TEST_CASE("vtrace demo tells the whole story and exits 0", "[cli]") {
   CHECK(demo.output.find("first divergence       event") != std::string::npos);
   CHECK(demo.output.find("(EncodeDenseLinear)") != std::string::npos);
   CHECK(demo.output.find("vtrace compare") != std::string::npos);
+  CHECK(demo.output.find("extracted repro") != std::string::npos);
+  CHECK(demo.output.find("match on reference, mismatch on cpu-splitk") != std::string::npos);
+  CHECK(std::filesystem::exists(dir / "out" / "repro.vtrace"));
+  CHECK(run_vtrace(fmt::format("replay {}", (dir / "out" / "repro.vtrace").string())).code == 0);
+}
+
+TEST_CASE(
+    "vtrace compare --resync and vtrace extract: introduced error per command, a repro that "
+    "matches on reference and not on cpu-splitk",
+    "[cli]") {
+  vtrace::test::ScratchDir dir("cli-extract");
+  const auto trace = (dir / "long.vtrace").string();
+  REQUIRE(run_vtrace(fmt::format("record --workload decode --hidden 48 --ffn 1024 --layers 2 "
+                                 "--participants 2 --steps 2 -o {}",
+                                 trace))
+              .code == 0);
+  const auto json = (dir / "resync.json").string();
+  auto resync = run_vtrace(
+      fmt::format("compare {} --runtimes reference,cpu-splitk --resync --json {}", trace, json));
+  INFO(resync.output);
+  CHECK(resync.code == 1);
+  CHECK(resync.output.find("deep, resync") != std::string::npos);
+  CHECK(resync.output.find("introduced (on the baseline's inputs)") != std::string::npos);
+  CHECK(resync.output.find("introduced error (--resync):") != std::string::npos);
+  CHECK(resync.output.find("only carry it in") != std::string::npos);
+  CHECK(resync.output.find("--resync\n") != std::string::npos);  // in the reproduce: line
+  std::ifstream in(json);
+  const auto report = nlohmann::json::parse(in);
+  CHECK(report["resync"] == true);
+  REQUIRE(report["first_introduced"].is_object());
+  const auto event = report["first_divergence"]["event"].get<std::uint64_t>();
+
+  const auto repro = (dir / "repro.vtrace").string();
+  const auto extract_json = (dir / "extract.json").string();
+  auto extracted = run_vtrace(
+      fmt::format("extract {} --event {} -o {} --json {}", trace, event, repro, extract_json));
+  INFO(extracted.output);
+  CHECK(extracted.code == 0);
+  CHECK(extracted.output.find(fmt::format("extracted event {} of", event)) != std::string::npos);
+  CHECK(extracted.output.find("replay it: vtrace replay") != std::string::npos);
+  std::ifstream ein(extract_json);
+  const auto what = nlohmann::json::parse(ein);
+  CHECK(what["commands"].size() == 1);
+  CHECK(what["reproduces_baseline"] == true);
+  CHECK(run_vtrace(fmt::format("replay {}", repro)).code == 0);
+  auto drifting = run_vtrace(fmt::format("replay {} --runtime cpu-splitk", repro));
+  CHECK(drifting.code == 1);
+  CHECK(drifting.output.find("MISMATCH at event") != std::string::npos);
+  // A window: A:B as for dump.
+  CHECK(run_vtrace(fmt::format("extract {} --events {}:{} -o {}", trace, event, event + 3,
+                               (dir / "window.vtrace").string()))
+            .code == 0);
+
+  // Usage: exactly one of --event and --events; a readback event; a bad level or output;
+  // an unknown runtime (3, or --exit-skip).
+  const auto out = (dir / "bad.vtrace").string();
+  CHECK(run_vtrace(fmt::format("extract {} -o {}", trace, out)).code == 2);
+  CHECK(run_vtrace(fmt::format("extract {} --event 1 --events 1:2 -o {}", trace, out)).code == 2);
+  CHECK(run_vtrace(fmt::format("extract {} --events 5:5 -o {}", trace, out)).code == 2);
+  auto not_command = run_vtrace(fmt::format("extract {} --event 0 -o {}", trace, out));
+  CHECK(not_command.code == 2);
+  CHECK(not_command.output.find("event 0 is a RuntimeOpened, not an encoded command") !=
+        std::string::npos);
+  CHECK(run_vtrace(fmt::format("extract {} --event {} -o {} --level 0", trace, event, out)).code ==
+        2);
+  CHECK(run_vtrace(fmt::format("extract {} --event {} -o {}", trace, event,
+                               (dir / "none" / "x.vtrace").string()))
+            .code == 2);
+  CHECK(run_vtrace(fmt::format("extract {} --event {} -o {} --runtime no-such", trace, event, out))
+            .code == 3);
+  CHECK(run_vtrace(fmt::format("extract {} --event {} -o {} --runtime no-such --exit-skip 125",
+                               trace, event, out))
+            .code == 125);
+  CHECK_FALSE(std::filesystem::exists(out));
 }

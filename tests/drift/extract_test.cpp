@@ -1,0 +1,247 @@
+// vtrace extract (vtrace/drift/extract.h): a repro of one command or a window replays to a match
+// on its baseline and shows the drifting runtime's mismatch; it starts from the state the
+// original run had just before the command (its last command's result is the product's recorded
+// readback); it is deterministic; a runtime whose results depend on more than the inputs is told;
+// and each bad request says what is wrong.
+#include "vtrace/drift/extract.h"
+
+#include <fmt/format.h>
+
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <iterator>
+
+#include "trace_fixtures.h"
+#include "vtrace/drift/lockstep.h"
+#include "vtrace/runtime/forwarding_runtime.h"
+
+namespace dr = vtrace::drift;
+namespace rp = vtrace::replayer;
+namespace rt = vtrace::runtime;
+using vtrace::test::ScratchDir;
+
+namespace {
+
+// The decode of lockstep_test: cpu-splitk drifts on its down projections (k = 1024).
+std::filesystem::path record_long_decode(const ScratchDir& dir) {
+  auto spec = vtrace::test::small_decode_spec();
+  spec.decode.hidden = 48;
+  spec.decode.ffn = 1024;
+  const auto path = dir / "decode.vtrace";
+  (void)vtrace::test::record_workload(spec, path, "reference");
+  return path;
+}
+
+dr::ExtractReport extract(const std::filesystem::path& trace, const std::filesystem::path& out,
+                          std::uint64_t first, std::uint64_t last,
+                          const rt::RuntimeRegistry& registry = rt::default_registry(),
+                          const std::string& runtime = "reference") {
+  dr::ExtractOptions options;
+  options.first_event = first;
+  options.last_event = last;
+  options.runtime = runtime;
+  auto report = dr::extract_commands(trace, out, options, registry);
+  INFO((report ? std::string() : report.error().message));
+  REQUIRE(report.has_value());
+  return std::move(*report);
+}
+
+rp::ReplayReport replay(const std::filesystem::path& trace, const char* runtime) {
+  rp::ReplayTraceOptions options;
+  options.runtime = runtime;
+  auto report = rp::replay_trace(trace, options, rt::default_registry());
+  INFO((report ? std::string() : report.error().message));
+  REQUIRE(report.has_value());
+  return std::move(*report);
+}
+
+// The recorded bytes of a trace's readbacks, in order.
+std::vector<std::vector<std::uint8_t>> readbacks(const std::filesystem::path& trace) {
+  auto plan = rp::open_plan(trace);
+  REQUIRE(plan.has_value());
+  std::vector<std::vector<std::uint8_t>> out;
+  for (const auto& s : plan->steps()) {
+    if (const auto* r = std::get_if<rp::step::Readback>(&s.body); r && r->payload) {
+      out.push_back(*plan->payload(*r->payload));
+    }
+  }
+  return out;
+}
+
+std::filesystem::path golden(const char* name) {
+  return std::filesystem::path(VTRACE_SOURCE_DIR) / "traces" / name;
+}
+
+std::string bytes_of(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+}  // namespace
+
+TEST_CASE(
+    "extract: the first divergent command alone replays to a match on reference and a mismatch "
+    "on cpu-splitk",
+    "[drift]") {
+  ScratchDir dir("extract-first");
+  const auto trace = record_long_decode(dir);
+  dr::CompareOptions options;
+  options.runtimes = {"reference", "cpu-splitk"};
+  options.deep = true;
+  auto compared = dr::compare_trace(trace, options, rt::default_registry());
+  REQUIRE(compared.has_value());
+  REQUIRE(compared->first_divergence.has_value());
+  const auto event = compared->first_divergence->event;
+
+  const auto repro = dir / "repro.vtrace";
+  const auto r = extract(trace, repro, event, event);
+  REQUIRE(r.commands.size() == 1);
+  CHECK(r.commands[0].event == event);
+  CHECK(r.commands[0].kind == "EncodeDenseLinear");
+  CHECK(r.commands[0].command == *compared->first_divergence->command);
+  CHECK(r.buffers.size() == 3);  // its input, weight and output
+  CHECK(r.readbacks == 1);
+  CHECK(r.reproduces_baseline);
+  CHECK(r.runtime == "reference");
+  CHECK(r.events > 0);
+  const auto on_reference = replay(repro, "reference");
+  CHECK(on_reference.matched());
+  CHECK(on_reference.checked.readbacks == 1);
+  CHECK(replay(repro, "cpu").matched());
+  const auto on_splitk = replay(repro, "cpu-splitk");
+  CHECK_FALSE(on_splitk.matched());
+  REQUIRE_FALSE(on_splitk.mismatches.empty());
+  CHECK(on_splitk.mismatches.front().call.find("readback") != std::string::npos);
+
+  // The same extraction twice gives the same bytes.
+  const auto again = dir / "again.vtrace";
+  (void)extract(trace, again, event, event);
+  CHECK(bytes_of(repro) == bytes_of(again));
+  const auto json = r.to_json();
+  for (const char* key : {"trace", "output", "runtime", "events", "commands", "buffers",
+                          "uploaded_bytes", "readbacks", "reproduces_baseline", "difference"}) {
+    INFO(key);
+    CHECK(json.contains(key));
+  }
+  CHECK(json["commands"][0]["event"] == event);
+}
+
+TEST_CASE(
+    "extract starts from the state just before the command: the last command of a step "
+    "reproduces the product's recorded readback, alone or as a window",
+    "[drift]") {
+  ScratchDir dir("extract-state");
+  const auto trace = record_long_decode(dir);
+  auto plan = rp::open_plan(trace);
+  REQUIRE(plan.has_value());
+  // The commands the first readback reads: the dense linears encoded after the first upload of
+  // the step's input and before that readback (the last of them writes what it reads).
+  std::uint64_t first_readback = 0;
+  std::vector<std::uint64_t> dense;
+  for (const auto& s : plan->steps()) {
+    if (std::holds_alternative<rp::step::Readback>(s.body)) {
+      first_readback = s.ordinal;
+      break;
+    }
+    if (std::holds_alternative<rp::step::EncodeDenseLinear>(s.body)) dense.push_back(s.ordinal);
+  }
+  REQUIRE(dense.size() >= 3);
+  const auto recorded = readbacks(trace);
+  REQUIRE_FALSE(recorded.empty());
+
+  // The step's last command alone: everything before it in its batch was run to get its input.
+  const auto last = dir / "last.vtrace";
+  const auto one = extract(trace, last, dense.back(), dense.back());
+  REQUIRE(one.commands.size() == 1);
+  const auto alone = readbacks(last);
+  REQUIRE(alone.size() == 1);
+  CHECK(alone[0] == recorded[0]);
+
+  // The step's commands as a window: the same bytes, one readback per region written.
+  const auto window = dir / "window.vtrace";
+  const auto many = extract(trace, window, dense.front(), first_readback);
+  CHECK(many.commands.size() >= dense.size());
+  for (std::size_t i = 1; i < many.commands.size(); ++i) {
+    CHECK(many.commands[i - 1].submit_event <= many.commands[i].submit_event);
+  }
+  const auto read = readbacks(window);
+  CHECK(std::find(read.begin(), read.end(), recorded[0]) != read.end());
+  CHECK(replay(window, "reference").matched());
+  CHECK_FALSE(replay(window, "cpu-splitk").matched());
+}
+
+TEST_CASE("extract says when a runtime's results depend on more than the command's inputs",
+          "[drift]") {
+  // reference, except that every second readback an instance answers has its lowest bit flipped.
+  class Flaky final : public rt::ForwardingRuntime {
+   public:
+    using ForwardingRuntime::ForwardingRuntime;
+    rt::Result<std::vector<std::uint8_t>> readback(rt::Stream& stream, const rt::Buffer& source,
+                                                   const rt::CopyRegion& region,
+                                                   const rt::HostTransferLayout& layout) override {
+      auto bytes = ForwardingRuntime::readback(stream, source, region, layout);
+      if (bytes && !bytes->empty() && (++calls_ % 2) == 0) (*bytes)[0] ^= 1;
+      return bytes;
+    }
+
+   private:
+    unsigned calls_ = 0;
+  };
+  rt::RuntimeRegistry registry;
+  registry.add(
+      "flaky", "reference, flipping a bit of every second readback",
+      [](const rt::RuntimeOpenOptions& o) -> rt::Result<std::unique_ptr<rt::DeviceRuntime>> {
+        auto inner = rt::default_registry().open("reference", o);
+        if (!inner) return std::unexpected(inner.error());
+        return std::unique_ptr<rt::DeviceRuntime>(std::make_unique<Flaky>(std::move(*inner)));
+      });
+  ScratchDir dir("extract-flaky");
+  const auto trace = golden("tiny.vtrace");
+  auto plan = rp::open_plan(trace);
+  REQUIRE(plan.has_value());
+  std::uint64_t dense = 0;
+  for (const auto& s : plan->steps()) {
+    if (std::holds_alternative<rp::step::EncodeDenseLinear>(s.body)) dense = s.ordinal;
+  }
+  REQUIRE(dense > 0);
+  CHECK(extract(trace, dir / "steady.vtrace", dense, dense).reproduces_baseline);
+  const auto flaky = extract(trace, dir / "flaky.vtrace", dense, dense, registry, "flaky");
+  CHECK_FALSE(flaky.reproduces_baseline);
+  CHECK(flaky.difference.find("reads back differently") != std::string::npos);
+  CHECK(std::filesystem::exists(dir / "flaky.vtrace"));  // written all the same
+}
+
+TEST_CASE("extract refuses what it cannot extract, in one sentence", "[drift]") {
+  ScratchDir dir("extract-errors");
+  const auto trace = golden("tiny.vtrace");
+  auto plan = rp::open_plan(trace);
+  REQUIRE(plan.has_value());
+  std::uint64_t readback = 0;
+  for (const auto& s : plan->steps()) {
+    if (std::holds_alternative<rp::step::Readback>(s.body)) readback = s.ordinal;
+  }
+  auto fails = [&](std::uint64_t first, std::uint64_t last, const std::string& runtime,
+                   const std::filesystem::path& out) {
+    dr::ExtractOptions options;
+    options.first_event = first;
+    options.last_event = last;
+    options.runtime = runtime;
+    auto r = dr::extract_commands(trace, out, options, rt::default_registry());
+    REQUIRE_FALSE(r.has_value());
+    return r.error();
+  };
+  const auto out = dir / "repro.vtrace";
+  auto not_command = fails(readback, readback, "reference", out);
+  CHECK(not_command.kind == rp::ReplayFailure::Kind::kUsage);
+  CHECK(not_command.message.find(fmt::format("event {} is a Readback", readback)) !=
+        std::string::npos);
+  auto past = fails(plan->steps().size(), plan->steps().size(), "reference", out);
+  CHECK(past.message.find("past the trace's last event") != std::string::npos);
+  CHECK(fails(5, 3, "reference", out).message.find("is empty") != std::string::npos);
+  CHECK(fails(0, 1, "reference", out).message.find("encode no command") != std::string::npos);
+  CHECK(fails(0, plan->steps().size() - 1, "no-such", out).kind ==
+        rp::ReplayFailure::Kind::kRuntimeUnavailable);
+  auto unwritable = fails(0, plan->steps().size() - 1, "reference", dir / "none" / "repro.vtrace");
+  CHECK(unwritable.message.find("cannot write the repro") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(out));
+}
