@@ -2,9 +2,12 @@
 // participants=2 steps=8 seed=1, recorded once on reference into a temp file):
 //
 //   BM_Drift_SeparateReplays   replay on reference, then on cpu: the baseline of lockstep;
-//   BM_Drift_Compare/deep:0|1  compare --runtimes reference,cpu (deep off, on): the same two
-//                              runtimes in lockstep; lockstep overhead = Compare/deep:0 /
-//                              SeparateReplays (goal <= 1.1), the cost of --deep = deep:1 / deep:0;
+//   BM_Drift_Compare/mode:0|1|2  compare --runtimes reference,cpu (0 plain, 1 --deep,
+//                              2 --resync): the same two runtimes in lockstep; lockstep overhead =
+//                              mode:0 / SeparateReplays (goal <= 1.1), the cost of --deep =
+//                              mode:1 / mode:0, of --resync = mode:2 / mode:0;
+//   BM_Drift_Extract           extract the trace's 20th dense linear (a mid-batch command) into a
+//                              repro: the baseline replay up to it, its state, the recording;
 //   BM_Drift_Replay/runtime    one replay, with events/s per runtime (reference, cpu, cpu-splitk).
 //
 //   build-release/bench/vtrace_bench --benchmark_filter=Drift --benchmark_repetitions=5
@@ -15,6 +18,7 @@
 #include <filesystem>
 #include <string>
 
+#include "vtrace/drift/extract.h"
 #include "vtrace/drift/lockstep.h"
 #include "vtrace/recorder/recording_runtime.h"
 #include "vtrace/replayer/replay_trace.h"
@@ -66,7 +70,8 @@ BENCHMARK(BM_Drift_SeparateReplays)->Unit(benchmark::kMillisecond)->UseRealTime(
 void BM_Drift_Compare(benchmark::State& state) {
   vtrace::drift::CompareOptions o;
   o.runtimes = {"reference", "cpu"};
-  o.deep = state.range(0) != 0;
+  o.deep = state.range(0) >= 1;
+  o.resync = state.range(0) == 2;
   std::size_t commands = 0;
   for (auto _ : state) {
     auto r = vtrace::drift::compare_trace(decode_trace(), o, rt::default_registry());
@@ -76,11 +81,34 @@ void BM_Drift_Compare(benchmark::State& state) {
   state.counters["commands_compared"] = static_cast<double>(commands);
 }
 BENCHMARK(BM_Drift_Compare)
-    ->ArgName("deep")
+    ->ArgName("mode")
     ->Arg(0)
     ->Arg(1)
+    ->Arg(2)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
+
+void BM_Drift_Extract(benchmark::State& state) {
+  auto plan = vtrace::replayer::open_plan(decode_trace());
+  if (!plan) return state.SkipWithError("the trace does not plan");
+  std::uint64_t event = 0;
+  unsigned seen = 0;
+  for (const auto& s : plan->steps()) {
+    if (std::holds_alternative<vtrace::replayer::step::EncodeDenseLinear>(s.body) && ++seen == 20) {
+      event = s.ordinal;
+    }
+  }
+  const auto out = decode_trace().string() + ".repro.vtrace";
+  vtrace::drift::ExtractOptions o;
+  o.first_event = o.last_event = event;
+  for (auto _ : state) {
+    auto r = vtrace::drift::extract_commands(decode_trace(), out, o, rt::default_registry());
+    if (!r || !r->reproduces_baseline) return state.SkipWithError("extract failed");
+  }
+  std::error_code ec;
+  std::filesystem::remove(out, ec);
+}
+BENCHMARK(BM_Drift_Extract)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 void BM_Drift_Replay(benchmark::State& state, const char* runtime) {
   std::uint64_t events = 0;
