@@ -556,6 +556,18 @@ TEST_CASE(
   auto drifting = run_vtrace(fmt::format("replay {} --runtime cpu-splitk", repro));
   CHECK(drifting.code == 1);
   CHECK(drifting.output.find("MISMATCH at event") != std::string::npos);
+  // --runtime: the repro is recorded on that runtime, with its results.
+  const auto on_splitk = (dir / "splitk.vtrace").string();
+  REQUIRE(run_vtrace(fmt::format("extract {} --event {} -o {} --runtime cpu-splitk", trace, event,
+                                 on_splitk))
+              .code == 0);
+  CHECK(run_vtrace(fmt::format("replay {}", on_splitk)).code == 0);  // its recorded runtime
+  CHECK(run_vtrace(fmt::format("replay {} --runtime reference", on_splitk)).code == 1);
+  // --level: the same repro at level 19 is a smaller file than at the default 1.
+  const auto packed = (dir / "packed.vtrace").string();
+  REQUIRE(run_vtrace(fmt::format("extract {} --event {} -o {} --level 19", trace, event, packed))
+              .code == 0);
+  CHECK(std::filesystem::file_size(packed) < std::filesystem::file_size(repro));
   // A window: A:B as for dump.
   CHECK(run_vtrace(fmt::format("extract {} --events {}:{} -o {}", trace, event, event + 3,
                                (dir / "window.vtrace").string()))

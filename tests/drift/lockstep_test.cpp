@@ -375,6 +375,12 @@ TEST_CASE(
   CHECK(down_introducing > 0);
   const auto json = r.to_json();
   CHECK(json["resync"] == true);
+  CHECK(json["deep"] == true);
+  for (const char* key :
+       {"batches_after_submit", "deep_regions_skipped", "deep_regions_overwritten"}) {
+    INFO(key);
+    CHECK(json[key] == 0);
+  }
   CHECK(json["first_introduced"]["event"] == r.first_introduced->event);
   bool keyed = false;
   for (const auto& c : json["commands"]) {
