@@ -11,6 +11,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "support/flaky_runtime.h"
 #include "trace_fixtures.h"
 #include "vtrace/drift/lockstep.h"
 #include "vtrace/runtime/forwarding_runtime.h"
@@ -173,27 +174,14 @@ TEST_CASE(
 TEST_CASE("extract says when a runtime's results depend on more than the command's inputs",
           "[drift]") {
   // reference, except that every second readback an instance answers has its lowest bit flipped.
-  class Flaky final : public rt::ForwardingRuntime {
-   public:
-    using ForwardingRuntime::ForwardingRuntime;
-    rt::Result<std::vector<std::uint8_t>> readback(rt::Stream& stream, const rt::Buffer& source,
-                                                   const rt::CopyRegion& region,
-                                                   const rt::HostTransferLayout& layout) override {
-      auto bytes = ForwardingRuntime::readback(stream, source, region, layout);
-      if (bytes && !bytes->empty() && (++calls_ % 2) == 0) (*bytes)[0] ^= 1;
-      return bytes;
-    }
-
-   private:
-    unsigned calls_ = 0;
-  };
   rt::RuntimeRegistry registry;
   registry.add(
       "flaky", "reference, flipping a bit of every second readback",
       [](const rt::RuntimeOpenOptions& o) -> rt::Result<std::unique_ptr<rt::DeviceRuntime>> {
         auto inner = rt::default_registry().open("reference", o);
         if (!inner) return std::unexpected(inner.error());
-        return std::unique_ptr<rt::DeviceRuntime>(std::make_unique<Flaky>(std::move(*inner)));
+        return std::unique_ptr<rt::DeviceRuntime>(std::make_unique<vtrace::test::FlakyRuntime>(
+            std::move(*inner), std::make_shared<unsigned>(0)));
       });
   ScratchDir dir("extract-flaky");
   const auto trace = golden("tiny.vtrace");

@@ -6,10 +6,10 @@
 
 #include <fmt/format.h>
 
+#include <catch2/catch.hpp>
 #include <functional>
 
-#include <catch2/catch.hpp>
-
+#include "support/flaky_runtime.h"
 #include "trace_fixtures.h"
 #include "vtrace/recorder/recording_runtime.h"
 #include "vtrace/runtime/forwarding_runtime.h"
@@ -252,27 +252,17 @@ TEST_CASE(
   CHECK(same->runtimes == std::vector<std::string>{"cpu#1", "cpu#2", "cpu#3"});
   CHECK(same->deep);
 
-  // cpu, except that every second readback in the process (a counter shared by all instances,
-  // like a reduction order that depends on timing) comes back with its lowest bit flipped.
-  class Flaky final : public rt::ForwardingRuntime {
-   public:
-    using ForwardingRuntime::ForwardingRuntime;
-    rt::Result<std::vector<std::uint8_t>> readback(rt::Stream& stream, const rt::Buffer& source,
-                                                   const rt::CopyRegion& region,
-                                                   const rt::HostTransferLayout& layout) override {
-      auto bytes = ForwardingRuntime::readback(stream, source, region, layout);
-      static unsigned calls = 0;
-      if (bytes && !bytes->empty() && (++calls % 2) == 0) (*bytes)[0] ^= 1;
-      return bytes;
-    }
-  };
+  // cpu, except that every second readback in the process (one counter for all instances)
+  // comes back with its lowest bit flipped.
+  auto calls = std::make_shared<unsigned>(0);
   rt::RuntimeRegistry registry;
   registry.add(
       "flaky", "cpu, flipping a bit of every second readback",
-      [](const rt::RuntimeOpenOptions& o) -> rt::Result<std::unique_ptr<rt::DeviceRuntime>> {
+      [calls](const rt::RuntimeOpenOptions& o) -> rt::Result<std::unique_ptr<rt::DeviceRuntime>> {
         auto inner = rt::default_registry().open("cpu", o);
         if (!inner) return std::unexpected(inner.error());
-        return std::unique_ptr<rt::DeviceRuntime>(std::make_unique<Flaky>(std::move(*inner)));
+        return std::unique_ptr<rt::DeviceRuntime>(
+            std::make_unique<vtrace::test::FlakyRuntime>(std::move(*inner), calls));
       });
   auto flaky = dr::repeat_trace(trace, "flaky", 2, {}, registry);
   REQUIRE(flaky.has_value());
@@ -339,7 +329,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "--resync tells the commands that introduce error from those that only carry it in",
+    "compare --resync tells the commands that introduce error from those that only carry it in",
     "[drift]") {
   // cpu-splitk differs from the reference only on reductions longer than one block: the down
   // projections (k = 1024) introduce error, the up projections (k = 48) only carry it.
@@ -467,7 +457,8 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "--deep and --resync put back what they ran: a batch that overwrites its own input replays "
+    "compare --deep and --resync put back what they ran: a batch that overwrites its own input "
+    "replays "
     "as recorded",
     "[drift]") {
   // Batch 1 uploads A; batch 2 copies A to B, then zeroes A. Run command by command, batch 2
