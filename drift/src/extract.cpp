@@ -8,7 +8,7 @@
 #include <map>
 #include <set>
 
-#include "command_effects.h"
+#include "vtrace/drift/command_effects.h"
 #include "vtrace/recorder/recording_runtime.h"
 #include "vtrace/replayer/step_executor.h"
 #include "vtrace/schema/trace_reader.h"
@@ -20,9 +20,6 @@ namespace rp = vtrace::replayer;
 
 namespace {
 
-using detail::CommandInfo;
-using detail::WriteMap;
-using detail::Written;
 using Failure = std::unexpected<rp::ReplayFailure>;
 
 Failure usage(std::string message) {
@@ -34,10 +31,10 @@ struct Executed {
   const rp::step::Entry* entry = nullptr;
   std::uint64_t begin = 0;  // its SubmitBegin
   const rp::step::SubmitBegin* batch = nullptr;
-  const CommandInfo* info = nullptr;  // nullptr: not one of the four re-encodable kinds
+  const CommandEffects* info = nullptr;  // nullptr: not one of the four re-encodable kinds
 };
 
-bool same_region(const Written& a, const Written& b) {
+bool same_region(const Region& a, const Region& b) {
   return a.buffer == b.buffer && a.offset_bytes == b.offset_bytes &&
          a.length_bytes == b.length_bytes;
 }
@@ -118,7 +115,7 @@ class Extraction {
       }
       for (const auto& w : x.info->writes) {
         if (std::none_of(written_.begin(), written_.end(),
-                         [&](const Written& v) { return same_region(v, w); })) {
+                         [&](const Region& v) { return same_region(v, w); })) {
           written_.push_back(w);
         }
       }
@@ -329,11 +326,11 @@ class Extraction {
   const std::filesystem::path& trace_;
   const ExtractOptions& options_;
   const rt::RuntimeRegistry& registry_;
-  WriteMap effects_;
+  CommandEffectsMap effects_;
   std::vector<Executed> before_;  // the window's first batch's commands before it
   std::vector<Executed> window_;
   std::set<std::uint64_t> buffers_;  // every buffer the window reads or writes
-  std::vector<Written> written_;     // distinct regions it writes, first writes first
+  std::vector<Region> written_;      // distinct regions it writes, first writes first
   std::map<std::uint64_t, std::vector<std::uint8_t>> contents_;  // before the window
   std::map<std::uint64_t, rt::BufferDescriptor> descriptors_;
   std::vector<std::vector<std::uint8_t>> results_;  // written_'s contents after it, baseline

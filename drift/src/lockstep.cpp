@@ -8,7 +8,7 @@
 #include <memory>
 #include <set>
 
-#include "command_effects.h"
+#include "vtrace/drift/command_effects.h"
 #include "vtrace/replayer/comparator.h"
 #include "vtrace/replayer/step_executor.h"
 #include "vtrace/replayer/step_text.h"
@@ -19,10 +19,6 @@ namespace rt = vtrace::runtime;
 namespace rp = vtrace::replayer;
 
 namespace {
-
-using detail::CommandInfo;
-using detail::WriteMap;
-using detail::Written;
 
 struct Lane {
   std::string name;
@@ -41,7 +37,7 @@ PairResult pair(const std::string& name, std::span<const std::uint8_t> expected,
 
 // A region's bytes on one runtime, to put back after the private runs of a batch.
 struct Saved {
-  Written region;
+  Region region;
   std::vector<std::uint8_t> bytes;
 };
 
@@ -156,7 +152,7 @@ class Lockstep {
   // One command of a batch run privately: its info and entry.
   struct Probe {
     const rp::step::Entry* entry;
-    const CommandInfo* info;
+    const CommandEffects* info;
   };
 
   // Before a batch the recording submitted runs on the lanes, its commands are run one at a time
@@ -170,9 +166,9 @@ class Lockstep {
     auto end = ends_.find(begin);
     if (end == ends_.end() || !end->second->fence || end->second->rejected) return;  // never ran
     std::vector<Probe> probes;
-    std::vector<Written> touched;
+    std::vector<Region> touched;
     for (const auto& entry : b.entries) {
-      const CommandInfo* info = writes_.find(entry.command);
+      const CommandEffects* info = writes_.find(entry.command);
       if (info == nullptr || info->step == nullptr || info->foreign) return fall_back(begin);
       probes.push_back({&entry, info});
       touched.insert(touched.end(), info->writes.begin(), info->writes.end());
@@ -265,21 +261,21 @@ class Lockstep {
     // the batch is that command's result (an earlier writer's is gone).
     struct Item {
       const rp::step::Entry* entry;
-      const CommandInfo* info;
-      const Written* write;
+      const CommandEffects* info;
+      const Region* write;
     };
     std::vector<Item> items;
     for (const auto& entry : it->second->entries) {
-      const CommandInfo* info = writes_.find(entry.command);
+      const CommandEffects* info = writes_.find(entry.command);
       if (info == nullptr) continue;
       for (const auto& w : info->writes) items.push_back({&entry, info, &w});
     }
     const std::vector<std::string> no_notes(lanes_.size());
     for (std::size_t i = 0; i < items.size(); ++i) {
-      const Written& w = *items[i].write;
+      const Region& w = *items[i].write;
       const bool overwritten = std::any_of(
           items.begin() + static_cast<std::ptrdiff_t>(i) + 1, items.end(), [&](const Item& later) {
-            const Written& v = *later.write;
+            const Region& v = *later.write;
             return v.buffer == w.buffer && v.offset_bytes < w.offset_bytes + w.length_bytes &&
                    w.offset_bytes < v.offset_bytes + v.length_bytes;
           });
@@ -296,9 +292,8 @@ class Lockstep {
   // Reads region `w` on every lane and compares it with the baseline's; nullopt (counted as
   // skipped) when the baseline cannot read it as elements. `notes[r]`: why lane r's answer is
   // structural (its private run or resync failed), else empty.
-  std::optional<CommandComparison> compare_region(std::uint64_t begin,
-                                                  const rp::step::Entry& entry,
-                                                  const CommandInfo& info, const Written& w,
+  std::optional<CommandComparison> compare_region(std::uint64_t begin, const rp::step::Entry& entry,
+                                                  const CommandEffects& info, const Region& w,
                                                   const std::vector<std::string>& notes) {
     const rp::ByteRange range{w.offset_bytes, w.length_bytes};
     auto base = lanes_[0].executor->read_buffer(w.buffer, range);
@@ -336,7 +331,7 @@ class Lockstep {
   std::vector<Lane>& lanes_;
   const CompareOptions& options_;
   CompareReport& report_;
-  WriteMap writes_;
+  CommandEffectsMap writes_;
   std::map<std::uint64_t, const rp::step::SubmitBegin*> begins_;
   std::map<std::uint64_t, const rp::step::SubmitEnd*> ends_;
   std::set<std::uint64_t> after_batch_;  // batches compared after they ran (deep())

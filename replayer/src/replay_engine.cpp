@@ -47,6 +47,7 @@ ReplayReport execute_plan(const ReplayPlan& plan, runtime::DeviceRuntime& runtim
       report.runtime_differences = runtime_differences(*opened, runtime, options.runtime_name);
     }
     const Observation live = executor.execute(s);
+    if (observer) observer->on_step_done(s, i);
     if (!checking) continue;
     const Observation recorded = recorded_observation(s, plan);
     Comparison comparison = compare(recorded, live, options.check);

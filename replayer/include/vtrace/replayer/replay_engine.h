@@ -48,6 +48,9 @@ class ReplayObserver {
   // Before step `index` of `total` steps to execute.
   virtual void on_step(const ReplayStep& /*step*/, std::uint64_t /*index*/,
                        std::uint64_t /*total*/) {}
+  // Right after step `index` was executed on the runtime (before it is compared): on_step to
+  // on_step_done is the step's own time (`vtrace replay --profile`).
+  virtual void on_step_done(const ReplayStep& /*step*/, std::uint64_t /*index*/) {}
   virtual void on_mismatch(const Mismatch& /*mismatch*/) {}
 };
 
