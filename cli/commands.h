@@ -31,6 +31,7 @@ void add_replay_command(CLI::App& app, const GlobalOptions& global, RunFunction*
 void add_compare_command(CLI::App& app, const GlobalOptions& global, RunFunction* run);
 void add_diff_command(CLI::App& app, const GlobalOptions& global, RunFunction* run);
 void add_extract_command(CLI::App& app, const GlobalOptions& global, RunFunction* run);
+void add_export_command(CLI::App& app, const GlobalOptions& global, RunFunction* run);
 void add_info_command(CLI::App& app, const GlobalOptions& global, RunFunction* run);
 void add_dump_command(CLI::App& app, const GlobalOptions& global, RunFunction* run);
 void add_verify_command(CLI::App& app, const GlobalOptions& global, RunFunction* run);

@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   add_compare_command(app, global, &run);
   add_diff_command(app, global, &run);
   add_extract_command(app, global, &run);
+  add_export_command(app, global, &run);
   add_info_command(app, global, &run);
   add_dump_command(app, global, &run);
   add_verify_command(app, global, &run);

@@ -1,9 +1,11 @@
 // vtrace replay T [--runtime R] [--check bits|ulp:N|none] [--events A:B] [--json report.json]
-//                 [--exit-skip=125] [--repeat N] [--threads N] [--isa NAME] [--device-memory SIZE]
+//                 [--profile t.json] [--exit-skip=125] [--repeat N] [--threads N] [--isa NAME]
+//                 [--device-memory SIZE]
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <fstream>
 #include <vector>
@@ -11,6 +13,7 @@
 #include "cli_support.h"
 #include "commands.h"
 #include "runtime_flags.h"
+#include "timeline_output.h"
 #include "vtrace/drift/lockstep.h"
 #include "vtrace/replayer/replay_trace.h"
 
@@ -24,6 +27,7 @@ struct ReplayCommandOptions {
   std::string check = "bits";
   std::string events;
   std::string json;
+  std::string profile;
   std::optional<int> exit_skip;
   unsigned repeat = 1;
   RuntimeFlags runtime_flags;
@@ -57,15 +61,32 @@ std::expected<bool, int> check_repeat(const ReplayCommandOptions& o, const std::
   return false;
 }
 
+// The progress bar, and with --profile each step's time (steady clock, from the first step).
 class ProgressObserver final : public replayer::ReplayObserver {
  public:
-  explicit ProgressObserver(bool quiet) : progress_("replay", quiet) {}
+  ProgressObserver(bool quiet, bool profile) : progress_("replay", quiet), profile_(profile) {}
   void on_step(const replayer::ReplayStep&, std::uint64_t index, std::uint64_t total) override {
     progress_.update(index + 1, total);
+    if (profile_) started_ = std::chrono::steady_clock::now();
   }
+  void on_step_done(const replayer::ReplayStep&, std::uint64_t index) override {
+    if (!profile_) return;
+    const auto now = std::chrono::steady_clock::now();
+    if (times_.empty()) origin_ = started_;
+    times_.resize(index + 1);
+    times_[index] = {ns(started_ - origin_), ns(now - started_)};
+  }
+  std::vector<report::StepTime> take_times() { return std::move(times_); }
 
  private:
+  static std::uint64_t ns(std::chrono::steady_clock::duration d) {
+    return static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(d).count());
+  }
   Progress progress_;
+  bool profile_;
+  std::chrono::steady_clock::time_point origin_, started_;
+  std::vector<report::StepTime> times_;
 };
 
 int run_replay(const ReplayCommandOptions& o, const GlobalOptions& global) {
@@ -92,16 +113,20 @@ int run_replay(const ReplayCommandOptions& o, const GlobalOptions& global) {
     options.replay.first_event = range->first;
     options.replay.end_event = range->end;
   }
-  if (!o.json.empty()) {
-    if (auto bad = unusable_output(o.json, "the JSON report", true)) {
+  for (const auto& [path, what] :
+       {std::pair{o.json, "the JSON report"}, std::pair{o.profile, "the profile timeline"}}) {
+    if (path.empty()) continue;
+    if (auto bad = unusable_output(path, what, true)) {
       print_error(*bad);
       return kExitUsage;
     }
   }
   std::expected<replayer::ReplayReport, replayer::ReplayFailure> report;
+  std::vector<report::StepTime> times;
   {
-    ProgressObserver observer(global.quiet);
+    ProgressObserver observer(global.quiet, !o.profile.empty());
     report = replayer::replay_trace(o.trace, options, runtime::default_registry(), &observer);
+    times = observer.take_times();
   }
   if (!report) {
     print_error(about_file(o.trace, report.error().message));
@@ -157,6 +182,10 @@ int run_replay(const ReplayCommandOptions& o, const GlobalOptions& global) {
   std::fflush(stdout);
   // Written last, so that a bad --json path loses none of the verdict printed above.
   if (!o.json.empty() && !write_json_report(o.json, r.to_json())) return kExitUsage;
+  if (!o.profile.empty() &&
+      write_timeline_file(o.trace, o.profile, std::move(times), global.quiet) != kExitOk) {
+    return kExitUsage;
+  }
   if (o.repeat > 1) {
     auto repeated = check_repeat(o, r.runtime, options.open);
     if (!repeated) return repeated.error();
@@ -180,6 +209,8 @@ void add_replay_command(CLI::App& app, const GlobalOptions& global, RunFunction*
   cmd->add_option("--json", options->json, "Write the replay report as JSON to this file");
   cmd->add_option("--exit-skip", options->exit_skip,
                   "Exit with this code instead of 3 when the runtime is unavailable");
+  cmd->add_option("--profile", options->profile,
+                  "Write this replay as a timeline with measured durations (Chrome trace JSON)");
   cmd->add_option("--repeat", options->repeat,
                   "Also replay N times in lockstep and report any difference between the runs as "
                   "nondeterminism")
