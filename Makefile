@@ -24,7 +24,11 @@ configure: deps $(BUILD)/build.ninja
 build: configure
 	cmake --build $(BUILD) -j $(JOBS)
 
+# Test-only: headless Chromium renders the HTML report (tests/report; skipped without it).
+TEST_PACKAGES := chromium
+
 test: build
+	@scripts/install-deps.sh $(TEST_PACKAGES)
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 1500
 
 demo: build

@@ -1,5 +1,6 @@
 // vtrace compare T --runtimes a,b[,c...] [--check bits|ulp:N|tol[:ATOL,RTOL]] [--deep] [--resync]
-//                  [--json R] [--exit-skip=N] [--threads N] [--isa NAME] [--device-memory SIZE]
+//                  [--json R] [--html R] [--exit-skip=N] [--threads N] [--isa NAME]
+//                  [--device-memory SIZE]
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 #include "cli_support.h"
 #include "commands.h"
 #include "drift_text.h"
+#include "report_files.h"
 #include "runtime_flags.h"
 #include "vtrace/drift/lockstep.h"
 
@@ -22,6 +24,7 @@ struct CompareCommandOptions {
   bool deep = false;
   bool resync = false;
   std::string json;
+  std::string html;
   std::optional<int> exit_skip;
   RuntimeFlags runtime_flags;
 };
@@ -57,8 +60,10 @@ int run_compare(const CompareCommandOptions& o, const GlobalOptions& global) {
     return kExitUsage;
   }
   options.open = *open;
-  if (!o.json.empty()) {
-    if (auto bad = unusable_output(o.json, "the JSON report", true)) {
+  for (const auto& [path, what] :
+       {std::pair{o.json, "the JSON report"}, std::pair{o.html, "the HTML report"}}) {
+    if (path.empty()) continue;
+    if (auto bad = unusable_output(path, what, true)) {
       print_error(*bad);
       return kExitUsage;
     }
@@ -79,6 +84,10 @@ int run_compare(const CompareCommandOptions& o, const GlobalOptions& global) {
   if (!global.quiet || !report->matched()) print_drift_report(*report, reproduce);
   std::fflush(stdout);
   if (!o.json.empty() && !write_json_report(o.json, report->to_json())) return kExitUsage;
+  if (!o.html.empty() &&
+      !write_html_file(o.html, *report, {"vtrace compare", reproduce, o.trace})) {
+    return kExitUsage;
+  }
   return report->matched() ? kExitOk : kExitMismatch;
 }
 
@@ -101,6 +110,8 @@ void add_compare_command(CLI::App& app, const GlobalOptions& global, RunFunction
                 "Also run each command on the baseline's inputs: the error it introduced "
                 "(implies --deep)");
   cmd->add_option("--json", options->json, "Write the comparison report as JSON to this file");
+  cmd->add_option("--html", options->html,
+                  "Write the comparison as one self-contained HTML page to this file");
   cmd->add_option("--exit-skip", options->exit_skip,
                   "Exit with this code instead of 3 when a runtime is unavailable");
   add_runtime_flags(*cmd, options->runtime_flags, "the recorded device's capacity");

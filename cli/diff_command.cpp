@@ -1,9 +1,10 @@
-// vtrace diff A.vtrace B.vtrace [--check bits|ulp:N|tol[:ATOL,RTOL]] [--json R]
+// vtrace diff A.vtrace B.vtrace [--check bits|ulp:N|tol[:ATOL,RTOL]] [--json R] [--html R]
 #include <fmt/format.h>
 
 #include "cli_support.h"
 #include "commands.h"
 #include "drift_text.h"
+#include "report_files.h"
 #include "vtrace/drift/lockstep.h"
 
 namespace vtrace::cli {
@@ -14,6 +15,7 @@ struct DiffCommandOptions {
   std::string a, b;
   std::string check = "bits";
   std::string json;
+  std::string html;
 };
 
 int run_diff(const DiffCommandOptions& o, const GlobalOptions& global) {
@@ -22,8 +24,10 @@ int run_diff(const DiffCommandOptions& o, const GlobalOptions& global) {
     print_error(fmt::format("--check `{}` is not one of bits, ulp:N, tol, tol:ATOL,RTOL", o.check));
     return kExitUsage;
   }
-  if (!o.json.empty()) {
-    if (auto bad = unusable_output(o.json, "the JSON report", true)) {
+  for (const auto& [path, what] :
+       {std::pair{o.json, "the JSON report"}, std::pair{o.html, "the HTML report"}}) {
+    if (path.empty()) continue;
+    if (auto bad = unusable_output(path, what, true)) {
       print_error(*bad);
       return kExitUsage;
     }
@@ -38,6 +42,9 @@ int run_diff(const DiffCommandOptions& o, const GlobalOptions& global) {
   if (!global.quiet || !report->matched()) print_drift_report(*report, reproduce);
   std::fflush(stdout);
   if (!o.json.empty() && !write_json_report(o.json, report->to_json())) return kExitUsage;
+  if (!o.html.empty() && !write_html_file(o.html, *report, {"vtrace diff", reproduce, ""})) {
+    return kExitUsage;
+  }
   return report->matched() ? kExitOk : kExitMismatch;
 }
 
@@ -53,6 +60,7 @@ void add_diff_command(CLI::App& app, const GlobalOptions& global, RunFunction* r
                   "Agreement: bits, ulp:N, tol (atol 1e-5, rtol 1e-3) or tol:ATOL,RTOL")
       ->capture_default_str();
   cmd->add_option("--json", options->json, "Write the report as JSON to this file");
+  cmd->add_option("--html", options->html, "Write the report as one self-contained HTML page");
   cmd->callback([options, &global, run]() {
     *run = [options, &global]() { return run_diff(*options, global); };
   });

@@ -6,11 +6,11 @@
 #include <string>
 
 #include "vtrace/drift/lockstep.h"
+#include "vtrace/report/shell_quote.h"
 
 namespace vtrace::cli {
 
-// A word as the shell reads it back: unchanged when it is plain, else in single quotes.
-std::string shell_quote(const std::string& word);
+using report::shell_quote;
 
 // Prints `report`; `reproduce` is the command line shown under the first divergence.
 void print_drift_report(const drift::CompareReport& report, const std::string& reproduce);

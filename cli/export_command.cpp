@@ -3,7 +3,7 @@
 
 #include "cli_support.h"
 #include "commands.h"
-#include "timeline_output.h"
+#include "report_files.h"
 
 namespace vtrace::cli {
 

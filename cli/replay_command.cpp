@@ -12,8 +12,8 @@
 
 #include "cli_support.h"
 #include "commands.h"
+#include "report_files.h"
 #include "runtime_flags.h"
-#include "timeline_output.h"
 #include "vtrace/drift/lockstep.h"
 #include "vtrace/replayer/replay_trace.h"
 

@@ -1,5 +1,5 @@
-// Timeline files (timeline_output.h).
-#include "timeline_output.h"
+// The report files (report_files.h).
+#include "report_files.h"
 
 #include <fmt/format.h>
 
@@ -42,6 +42,20 @@ int write_timeline_file(const std::string& trace, const std::string& output,
         stats->batches, stats->commands, stats->flows, stats->counters);
   }
   return kExitOk;
+}
+
+bool write_html_file(const std::string& output, const drift::CompareReport& report,
+                     const report::HtmlOptions& options) {
+  std::ofstream out(output, std::ios::binary | std::ios::trunc);
+  if (!out) {
+    print_error(fmt::format("{}: cannot write the HTML report: {}", output, std::strerror(errno)));
+    return false;
+  }
+  if (auto written = report::write_html_report(report, out, options); !written) {
+    print_error(fmt::format("{}: {}", output, written.error()));
+    return false;
+  }
+  return true;
 }
 
 }  // namespace vtrace::cli

@@ -1,0 +1,25 @@
+// The report/ library's files, as the subcommands write them: a timeline (`vtrace export`,
+// `vtrace replay --profile`) and an HTML comparison report (`compare --html`, `diff --html`).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "vtrace/report/html_report.h"
+#include "vtrace/report/timeline.h"
+
+namespace vtrace::cli {
+
+// Exit code: 0 written; 2 the trace cannot be planned or the file cannot be written (one
+// sentence on stderr naming it).
+// Plans `trace`, streams report::write_timeline into `output` and prints one line saying what
+// was written.
+int write_timeline_file(const std::string& trace, const std::string& output,
+                        std::vector<report::StepTime> measured, bool quiet);
+
+// Writes the page; false, with one sentence on stderr naming the file and the reason, when it
+// cannot. Called after the text report is printed, so a bad path loses none of it.
+bool write_html_file(const std::string& output, const drift::CompareReport& report,
+                     const report::HtmlOptions& options);
+
+}  // namespace vtrace::cli
