@@ -595,3 +595,57 @@ TEST_CASE(
             .code == 125);
   CHECK_FALSE(std::filesystem::exists(out));
 }
+
+TEST_CASE(
+    "vtrace export, replay --profile and compare --html write the timeline and the page, and "
+    "refuse what they cannot do",
+    "[cli]") {
+  vtrace::test::ScratchDir dir("cli-report");
+  const auto timeline = (dir / "t.json").string();
+  auto exported = run_vtrace(
+      fmt::format("export {} --format chrome -o {}", golden("decode-short-v1.2"), timeline));
+  INFO(exported.output);
+  CHECK(exported.code == 0);
+  CHECK(exported.output.find("laid out by event order") != std::string::npos);
+  std::ifstream in(timeline);
+  const auto t = nlohmann::json::parse(in);
+  CHECK(t["traceEvents"].size() > 0);
+  CHECK(run_vtrace(fmt::format("export {} --format svg -o {}", golden("tiny"), timeline)).code ==
+        2);
+  CHECK(
+      run_vtrace(fmt::format("export {} -o {}", golden("tiny"), (dir / "none" / "t.json").string()))
+          .code == 2);
+  CHECK(run_vtrace(fmt::format("export {} -o {}", (dir / "missing.vtrace").string(), timeline))
+            .code == 2);
+
+  const auto profile = (dir / "p.json").string();
+  auto profiled =
+      run_vtrace(fmt::format("replay {} --runtime cpu --profile {}", golden("tiny"), profile));
+  INFO(profiled.output);
+  CHECK(profiled.code == 0);
+  CHECK(profiled.output.find("durations of this replay") != std::string::npos);
+  std::ifstream pin(profile);
+  const auto p = nlohmann::json::parse(pin);
+  double last = -1;
+  for (const auto& e : p["traceEvents"]) {
+    if (e["ph"] == "X" && !e["args"].contains("command")) {
+      CHECK(double(e["ts"]) >= last);  // in replay order, measured
+      last = e["ts"];
+    }
+  }
+  CHECK(last > 0);
+
+  const auto html = (dir / "report.html").string();
+  auto compared = run_vtrace(fmt::format("compare {} --runtimes reference,cpu --html {}",
+                                         golden("decode-short-v1.2"), html));
+  CHECK(compared.code == 0);
+  std::ifstream hin(html);
+  const std::string page{std::istreambuf_iterator<char>(hin), {}};
+  CHECK(page.find("id=\"error-chart\"") != std::string::npos);
+  CHECK(page.find("verdict-match") != std::string::npos);
+  CHECK(run_vtrace(fmt::format("diff {} {} --html {}", golden("tiny"), golden("tiny-v1.2"), html))
+            .code == 0);
+  CHECK(run_vtrace(fmt::format("compare {} --runtimes reference,cpu --html {}", golden("tiny"),
+                               (dir / "none" / "r.html").string()))
+            .code == 2);
+}
