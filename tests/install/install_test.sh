@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# shellcheck disable=SC2154  # cmake, ctest, cxx, work, ... are assigned by the sourced ENV
 # The installed package as a product sees it. Usage: install_test.sh ENV, where ENV (written by
 # tests/install/CMakeLists.txt) names the tools, the build and source trees, the work directory
 # and the install layout. In order:
@@ -22,7 +23,7 @@
 set -Eeuo pipefail
 trap 'echo "FAILED (install_test.sh line $LINENO): $BASH_COMMAND"; exit 1' ERR
 [ $# -eq 1 ] || { echo "usage: install_test.sh ENV"; exit 2; }
-# shellcheck source=/dev/null
+# shellcheck source=/dev/null  # ENV assigns cmake, ctest, cxx, ... (tests/install/CMakeLists.txt)
 source "$1"
 
 skip() { echo "skipped: $1"; exit 77; }
@@ -57,9 +58,12 @@ echo "2. the staged tree"
 missing=()
 for lib in runtime schema recorder replayer drift; do
   [ -f "$stage/$libdir/libvtrace_$lib.a" ] || missing+=("$libdir/libvtrace_$lib.a")
+  headers=0
   while IFS= read -r header; do
+    headers=$((headers + 1))
     [ -f "$stage/$includedir/$header" ] || missing+=("$includedir/$header")
   done < <(cd "$source/$lib/include" && find vtrace -name '*.h' | sort)
+  [ "$headers" -gt 0 ] || fail "$source/$lib/include holds no header to look for"
 done
 for fbs in "$source"/schema/*.fbs; do
   name=$(basename "$fbs" .fbs)
@@ -74,8 +78,9 @@ done
 [ -f "$stage/$libdir/pkgconfig/vtrace.pc" ] || missing+=("$libdir/pkgconfig/vtrace.pc")
 [ -x "$stage/$bindir/vtrace" ] || missing+=("$bindir/vtrace")
 [ ${#missing[@]} -eq 0 ] || fail "not installed: ${missing[*]}"
-extra_bin=$(cd "$stage/$bindir" && ls | grep -vx vtrace || true)
-[ -z "$extra_bin" ] || fail "$bindir holds more than vtrace: $extra_bin"
+for file in "$stage/$bindir"/*; do
+  [ "$(basename "$file")" = vtrace ] || fail "$bindir holds more than vtrace: $file"
+done
 leaked=$(cd "$stage" && find . \( -name '*_test*' -o -name '*bench*' -o -name '*workload*' \
                                   -o -name '*catch*' \) | sort)
 [ -z "$leaked" ] || fail "tests, benchmarks or workloads were installed: $leaked"
