@@ -1,5 +1,7 @@
 #include "vtrace/runtime/static_weights.h"
 
+#include "vtrace/runtime/immediate.h"
+
 namespace vtrace::runtime {
 
 Result<StaticUploadReceipt> initialize_static_buffer(DeviceRuntime& runtime, Stream& stream,
@@ -33,11 +35,9 @@ Result<StaticUploadReceipt> initialize_static_buffer(DeviceRuntime& runtime, Str
   CommandBatch batch;
   batch.push_initialization(std::move(*zero));
   batch.push_initialization(std::move(*upload));
-  auto fence = runtime.submit(stream, std::move(batch));
-  if (!fence) return std::unexpected(std::move(fence).error().into_error());
-  auto receipt = runtime.wait_fence(**fence);
-  if (!receipt) return std::unexpected(std::move(receipt).error().into_error());
-  if (receipt->terminal.failure.has_value()) return std::unexpected(*receipt->terminal.failure);
+  if (auto fence = immediate::submit_and_wait(runtime, stream, std::move(batch)); !fence) {
+    return std::unexpected(std::move(fence).error());
+  }
   return StaticUploadReceipt{1, component.size()};
 }
 

@@ -6,6 +6,8 @@
 #include <functional>
 #include <limits>
 
+#include "vtrace/runtime/f16.h"
+#include "vtrace/runtime/immediate.h"
 #include "vtrace/workloads/workload.h"
 #include "workload_support.h"
 
@@ -67,6 +69,8 @@ class ContractRun {
   // A valid command that needs nothing else: zero a random slice of `a`.
   WorkloadResult<rt::CommandPtr> zero_command();
   WorkloadResult<rt::CommandPtr> dense_command(std::uint64_t rows);
+  // immediate::submit_and_wait, then the fence queried and, when the batch required them, its
+  // attribution rows counted (`expected_rows`).
   WorkloadResult<void> submit_and_wait(std::string_view call, rt::CommandBatch batch,
                                        std::uint64_t expected_rows = 0);
   WorkloadResult<void> read_and_observe(std::string_view call, const rt::Buffer& buffer,
@@ -81,7 +85,7 @@ class ContractRun {
   std::vector<std::uint8_t> random_f16(std::uint64_t elements) {
     std::vector<float> values(elements);
     for (auto& v : values) v = rng_.symmetric(1.0f);
-    return detail::to_f16_bytes(values);
+    return rt::to_f16_bytes(values);
   }
   rt::HostTransferLayout layout(rt::ElementType type, std::uint64_t count) {
     return *rt::HostTransferLayout::create(type, count);
@@ -113,23 +117,25 @@ WorkloadResult<void> ContractRun::setup() {
   struct Want {
     rt::BufferPtr* slot;
     std::string_view name;
-    std::uint64_t size;
+    std::uint64_t elements;
     rt::BufferUsage usage;
     rt::ElementType type;
   };
   const Want wants[] = {
       {&a_, "resource.contract.a", kBytes, rt::BufferUsage::kActivations, rt::ElementType::kU8},
       {&b_, "resource.contract.b", kBytes, rt::BufferUsage::kScratch, rt::ElementType::kU8},
-      {&f16_, "resource.contract.f16", kBytes, rt::BufferUsage::kState, rt::ElementType::kF16},
-      {&weight_, "weight.contract.w", 32, rt::BufferUsage::kWeights, rt::ElementType::kF16},
-      {&weight2_, "weight.contract.w2", 32, rt::BufferUsage::kWeights, rt::ElementType::kF16},
-      {&input_, "resource.contract.in", 32, rt::BufferUsage::kActivations, rt::ElementType::kF16},
-      {&output_, "resource.contract.out", 32, rt::BufferUsage::kActivations,
-       rt::ElementType::kF16},
+      {&f16_, "resource.contract.f16", kBytes / 2, rt::BufferUsage::kState, rt::ElementType::kF16},
+      {&weight_, "weight.contract.w", 16, rt::BufferUsage::kWeights, rt::ElementType::kF16},
+      {&weight2_, "weight.contract.w2", 16, rt::BufferUsage::kWeights, rt::ElementType::kF16},
+      {&input_, "resource.contract.in", 16, rt::BufferUsage::kActivations, rt::ElementType::kF16},
+      {&output_, "resource.contract.out", 16, rt::BufferUsage::kActivations, rt::ElementType::kF16},
   };
   for (const auto& want : wants) {
-    auto buffer = detail::allocate(rt_, want.name, want.size, 16, want.usage, want.type);
-    if (!buffer) return std::unexpected(buffer.error());
+    auto buffer =
+        rt::immediate::allocate_buffer(rt_, want.name, want.type, want.elements, want.usage, 16);
+    if (!buffer) {
+      return std::unexpected(fail(fmt::format("allocate_buffer({})", want.name), buffer.error()));
+    }
     *want.slot = std::move(*buffer);
   }
   // Weights and inputs hold seeded values so dense probes compute something visible.
@@ -145,9 +151,12 @@ WorkloadResult<void> ContractRun::setup() {
   auto foreign_stream = foreign_.create_stream();
   if (!foreign_stream) return std::unexpected(fail("foreign create_stream", foreign_stream.error()));
   foreign_stream_ = std::move(*foreign_stream);
-  auto foreign_buffer = detail::allocate(foreign_, "resource.contract.foreign", kBytes, 16,
-                                         rt::BufferUsage::kActivations, rt::ElementType::kU8);
-  if (!foreign_buffer) return std::unexpected(foreign_buffer.error());
+  auto foreign_buffer =
+      rt::immediate::allocate_buffer(foreign_, "resource.contract.foreign", rt::ElementType::kU8,
+                                     kBytes, rt::BufferUsage::kActivations, 16);
+  if (!foreign_buffer) {
+    return std::unexpected(fail("foreign allocate_buffer", foreign_buffer.error()));
+  }
   foreign_buffer_ = std::move(*foreign_buffer);
   auto zero = foreign_.encode_zero(*foreign_buffer_, 0, kBytes);
   if (!zero) return std::unexpected(fail("foreign encode_zero", zero.error()));
@@ -178,11 +187,9 @@ WorkloadResult<void> ContractRun::submit_and_wait(std::string_view call, rt::Com
                                                   std::uint64_t expected_rows) {
   const bool attributed =
       batch.attribution_requirement() == rt::AttributionRequirement::kLogicalExecutionPath;
-  auto fence = rt_.submit(*stream_, std::move(batch));
-  if (!fence) return std::unexpected(fail(call, fence.error().error()));
+  auto fence = rt::immediate::submit_and_wait(rt_, *stream_, std::move(batch));
+  if (!fence) return std::unexpected(fail(call, fence.error()));
   observed_.submitted();
-  auto receipt = rt_.wait_fence(**fence);
-  if (!receipt) return std::unexpected(fail(call, receipt.error().error()));
   auto query = rt_.query_fence(**fence);
   if (std::holds_alternative<rt::RuntimeError>(query)) {
     return std::unexpected(fail("query_fence", std::get<rt::RuntimeError>(query)));
@@ -290,9 +297,10 @@ std::vector<ContractRun::NamedProbe> ContractRun::probes() {
     return {};
   });
   add("buffer released and reallocated", [this]() -> WorkloadResult<void> {
-    auto buffer = detail::allocate(rt_, fmt::format("resource.contract.scratch.{}", scratch_serial_++),
-                                   1 + rng_.below(256), 64, rt::BufferUsage::kScratch, ET::kU8);
-    if (!buffer) return std::unexpected(buffer.error());
+    auto buffer = rt::immediate::allocate_buffer(
+        rt_, fmt::format("resource.contract.scratch.{}", scratch_serial_++), ET::kU8,
+        1 + rng_.below(256), rt::BufferUsage::kScratch, 64);
+    if (!buffer) return std::unexpected(fail("allocate_buffer(scratch)", buffer.error()));
     auto zero = rt_.encode_zero(**buffer, 0, 1);
     if (!zero) return std::unexpected(fail("encode_zero(scratch)", zero.error()));
     buffer->reset();  // the unsubmitted command keeps the storage alive until it is dropped

@@ -4,6 +4,8 @@
 #include <array>
 #include <cmath>
 
+#include "vtrace/runtime/f16.h"
+#include "vtrace/runtime/immediate.h"
 #include "vtrace/runtime/safetensors.h"
 #include "vtrace/runtime/static_weights.h"
 #include "vtrace/workloads/workload.h"
@@ -53,8 +55,8 @@ WorkloadResult<void> generate_weights(const std::filesystem::path& path, const D
     std::vector<float> values(out * in);
     const float amplitude = std::sqrt(3.0f / static_cast<float>(in));
     for (auto& v : values) v = rng.symmetric(amplitude);
-    tensors.push_back({std::move(name), rt::ElementType::kF16, {out, in},
-                       detail::to_f16_bytes(values)});
+    tensors.push_back(
+        {std::move(name), rt::ElementType::kF16, {out, in}, rt::to_f16_bytes(values)});
   };
   for (std::uint32_t layer = 0; layer < o.layers; ++layer) {
     make(fmt::format("layers.{}.up.weight", layer), o.ffn, o.hidden);
@@ -138,10 +140,12 @@ WorkloadResult<WorkloadReport> run_decode(const WorkloadSpec& spec, rt::DeviceRu
     const std::array<std::uint64_t, 2> shape = {linear.out, linear.in};
     auto tensor = file->f16_tensor(linear.name, shape);
     if (!tensor) return std::unexpected(fail(tensor.error().message));
-    auto buffer = detail::allocate(runtime, "weight.decode." + linear.name,
-                                   f16_bytes(linear.out * linear.in), 64,
-                                   rt::BufferUsage::kWeights, rt::ElementType::kF16);
-    if (!buffer) return std::unexpected(buffer.error());
+    auto buffer = rt::immediate::allocate_buffer(runtime, "weight.decode." + linear.name,
+                                                 rt::ElementType::kF16, linear.out * linear.in,
+                                                 rt::BufferUsage::kWeights, 64);
+    if (!buffer) {
+      return std::unexpected(fail("allocate_buffer(" + linear.name + ")", buffer.error()));
+    }
     auto receipt = rt::initialize_static_buffer(runtime, **stream, **buffer, tensor->bytes,
                                                 rt::ElementType::kF16);
     if (!receipt) {
@@ -152,17 +156,22 @@ WorkloadResult<WorkloadReport> run_decode(const WorkloadSpec& spec, rt::DeviceRu
   }
 
   // Activations ping-pong between x and y; the ffn intermediate lives in h.
-  auto x = detail::allocate(runtime, "resource.decode.x", f16_bytes(tokens * hidden), 64,
-                            rt::BufferUsage::kActivations, rt::ElementType::kF16);
-  auto y = detail::allocate(runtime, "resource.decode.y", f16_bytes(tokens * hidden), 64,
-                            rt::BufferUsage::kActivations, rt::ElementType::kF16);
-  auto h = detail::allocate(runtime, "resource.decode.h", f16_bytes(tokens * ffn), 64,
-                            rt::BufferUsage::kScratch, rt::ElementType::kF16);
-  auto logits = detail::allocate(runtime, "resource.decode.logits", f16_bytes(tokens * hidden), 64,
-                                 rt::BufferUsage::kActivations, rt::ElementType::kF16);
+  auto activation = [&](std::string_view name, std::uint64_t elements,
+                        rt::BufferUsage usage) -> WorkloadResult<rt::BufferPtr> {
+    auto buffer = rt::immediate::allocate_buffer(runtime, fmt::format("resource.decode.{}", name),
+                                                 rt::ElementType::kF16, elements, usage, 64);
+    if (!buffer) {
+      return std::unexpected(fail(fmt::format("allocate_buffer({})", name), buffer.error()));
+    }
+    return std::move(*buffer);
+  };
+  auto x = activation("x", tokens * hidden, rt::BufferUsage::kActivations);
   if (!x) return std::unexpected(x.error());
+  auto y = activation("y", tokens * hidden, rt::BufferUsage::kActivations);
   if (!y) return std::unexpected(y.error());
+  auto h = activation("h", tokens * ffn, rt::BufferUsage::kScratch);
   if (!h) return std::unexpected(h.error());
+  auto logits = activation("logits", tokens * hidden, rt::BufferUsage::kActivations);
   if (!logits) return std::unexpected(logits.error());
 
   detail::SplitMix64 rng(spec.seed ^ 0x4143544956415445ull);
@@ -179,7 +188,7 @@ WorkloadResult<WorkloadReport> run_decode(const WorkloadSpec& spec, rt::DeviceRu
 
     std::vector<float> activations(tokens * hidden);
     for (auto& v : activations) v = rng.symmetric(1.0f);
-    const auto activation_bytes = detail::to_f16_bytes(activations);
+    const auto activation_bytes = rt::to_f16_bytes(activations);
     auto upload = runtime.encode_upload(activation_bytes, activation_layout, **x, 0);
     if (!upload) {
       return std::unexpected(fail(fmt::format("step {}: encode_upload(x)", step), upload.error()));
@@ -252,20 +261,11 @@ WorkloadResult<WorkloadReport> run_decode(const WorkloadSpec& spec, rt::DeviceRu
     }
 
     const std::uint64_t entries = batch.size();
-    auto fence = runtime.submit(**stream, std::move(batch));
+    auto fence = rt::immediate::submit_and_wait(runtime, **stream, std::move(batch));
     if (!fence) {
-      return std::unexpected(fail(fmt::format("step {}: submit", step), fence.error().error()));
+      return std::unexpected(fail(fmt::format("step {}: submit_and_wait", step), fence.error()));
     }
     observed.submitted();
-    auto receipt = runtime.wait_fence(**fence);
-    if (!receipt) {
-      return std::unexpected(
-          fail(fmt::format("step {}: wait_fence", step), receipt.error().error()));
-    }
-    if (!receipt->terminal.is_succeeded()) {
-      return std::unexpected(
-          fail(fmt::format("step {}: batch", step), *receipt->terminal.failure));
-    }
     if (with_attribution) {
       // A runtime may not offer attribution (nullopt); one that does gives a row per entry.
       if (auto attribution = runtime.submission_attribution(**fence);
@@ -282,7 +282,7 @@ WorkloadResult<WorkloadReport> run_decode(const WorkloadSpec& spec, rt::DeviceRu
       return std::unexpected(fail(fmt::format("step {}: readback(logits)", step), bytes.error()));
     }
     observed.readback(*bytes);
-    for (float v : detail::from_f16_bytes(*bytes)) {
+    for (float v : rt::from_f16_bytes(*bytes)) {
       if (!std::isfinite(v)) {
         return std::unexpected(fail(fmt::format("step {}: logits hold a non-finite value", step)));
       }

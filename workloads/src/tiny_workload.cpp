@@ -4,6 +4,8 @@
 
 #include <array>
 
+#include "vtrace/runtime/f16.h"
+#include "vtrace/runtime/immediate.h"
 #include "vtrace/runtime/safetensors.h"
 #include "vtrace/runtime/static_weights.h"
 #include "vtrace/workloads/workload.h"
@@ -24,7 +26,7 @@ WorkloadResult<WorkloadReport> run_tiny(const WorkloadSpec& /*spec*/, rt::Device
   if (!dir) return std::unexpected(dir.error());
   const auto model = dir->path() / "model.safetensors";
   if (auto written = rt::write_safetensors(
-          model, {{"linear.weight", rt::ElementType::kF16, {2, 2}, detail::to_f16_bytes(kWeight)}});
+          model, {{"linear.weight", rt::ElementType::kF16, {2, 2}, rt::to_f16_bytes(kWeight)}});
       !written) {
     return std::unexpected(fail(written.error().message));
   }
@@ -37,15 +39,15 @@ WorkloadResult<WorkloadReport> run_tiny(const WorkloadSpec& /*spec*/, rt::Device
   const auto before = runtime.counter_snapshot();
   auto stream = runtime.create_stream();
   if (!stream) return std::unexpected(fail("create_stream", stream.error()));
-  auto weight = detail::allocate(runtime, "weight.reference.linear", 8, 16,
-                                 rt::BufferUsage::kWeights, rt::ElementType::kF16);
-  auto input = detail::allocate(runtime, "resource.tiny.input", 4, 16,
-                                rt::BufferUsage::kActivations, rt::ElementType::kF16);
-  auto output = detail::allocate(runtime, "resource.tiny.output", 4, 16,
-                                 rt::BufferUsage::kActivations, rt::ElementType::kF16);
-  if (!weight) return std::unexpected(weight.error());
-  if (!input) return std::unexpected(input.error());
-  if (!output) return std::unexpected(output.error());
+  auto weight = rt::immediate::allocate_buffer(
+      runtime, "weight.reference.linear", rt::ElementType::kF16, 4, rt::BufferUsage::kWeights, 16);
+  if (!weight) return std::unexpected(fail("allocate_buffer(weight)", weight.error()));
+  auto input = rt::immediate::allocate_buffer(runtime, "resource.tiny.input", rt::ElementType::kF16,
+                                              2, rt::BufferUsage::kActivations, 16);
+  if (!input) return std::unexpected(fail("allocate_buffer(input)", input.error()));
+  auto output = rt::immediate::allocate_buffer(
+      runtime, "resource.tiny.output", rt::ElementType::kF16, 2, rt::BufferUsage::kActivations, 16);
+  if (!output) return std::unexpected(fail("allocate_buffer(output)", output.error()));
 
   auto receipt = rt::initialize_static_buffer(runtime, **stream, **weight, tensor->bytes,
                                               rt::ElementType::kF16);
@@ -56,7 +58,7 @@ WorkloadResult<WorkloadReport> run_tiny(const WorkloadSpec& /*spec*/, rt::Device
         fail(fmt::format("static upload reported {} bytes, 8 expected", receipt->uploaded_bytes)));
   }
 
-  const auto input_bytes = detail::to_f16_bytes(kInput);
+  const auto input_bytes = rt::to_f16_bytes(kInput);
   auto layout = *rt::HostTransferLayout::create(rt::ElementType::kF16, 2);
   auto upload = runtime.encode_upload(input_bytes, layout, **input, 0);
   if (!upload) return std::unexpected(fail("encode_upload(input)", upload.error()));
@@ -68,19 +70,15 @@ WorkloadResult<WorkloadReport> run_tiny(const WorkloadSpec& /*spec*/, rt::Device
   rt::CommandBatch batch;
   batch.push_dynamic_binding(std::move(*upload));
   batch.push_compute(std::move(*dense));
-  auto fence = runtime.submit(**stream, std::move(batch));
-  if (!fence) return std::unexpected(fail("submit", fence.error().error()));
+  // The fence lives to the end, as the recorded trace has it (FenceReleased after the readback).
+  auto fence = rt::immediate::submit_and_wait(runtime, **stream, std::move(batch));
+  if (!fence) return std::unexpected(fail("submit_and_wait", fence.error()));
   observed.submitted();
-  auto terminal = runtime.wait_fence(**fence);
-  if (!terminal) return std::unexpected(fail("wait_fence", terminal.error().error()));
-  if (!terminal->terminal.is_succeeded()) {
-    return std::unexpected(fail("wait_fence", *terminal->terminal.failure));
-  }
 
   auto bytes = runtime.readback(**stream, **output, *rt::CopyRegion::create(0, 0, 4), layout);
   if (!bytes) return std::unexpected(fail("readback(output)", bytes.error()));
   observed.readback(*bytes);
-  const auto values = detail::from_f16_bytes(*bytes);
+  const auto values = rt::from_f16_bytes(*bytes);
   if (values.size() != 2 || values[0] != kExpected[0] || values[1] != kExpected[1]) {
     return std::unexpected(fail(fmt::format("tiny output is [{}] but [1, -7.5] was expected",
                                             fmt::join(values, ", "))));

@@ -7,8 +7,6 @@
 #include <atomic>
 #include <system_error>
 
-#include "vtrace/runtime/f16.h"
-
 namespace vtrace::workloads::detail {
 
 namespace rt = vtrace::runtime;
@@ -35,41 +33,6 @@ WorkloadError fail(std::string message) { return WorkloadError{std::move(message
 
 WorkloadError fail(std::string_view what, const rt::RuntimeError& error) {
   return WorkloadError{describe(what, error)};
-}
-
-WorkloadResult<rt::BufferPtr> allocate(rt::DeviceRuntime& runtime, std::string_view resource,
-                                       std::uint64_t size_bytes, std::uint64_t alignment,
-                                       rt::BufferUsage usage, rt::ElementType type) {
-  auto id = rt::ResourceId::create(std::string(resource));
-  if (!id) return std::unexpected(fail(id.error().display()));
-  auto request = rt::BufferRequest::create(*id, size_bytes, alignment, usage, type);
-  if (!request) return std::unexpected(fail(request.error().display()));
-  auto permit = runtime.admit(*request);
-  if (!permit) return std::unexpected(fail(fmt::format("admit({})", resource), permit.error()));
-  auto buffer = runtime.allocate(std::move(*permit));
-  if (!buffer) {
-    return std::unexpected(fail(fmt::format("allocate({})", resource), buffer.error()));
-  }
-  return std::move(*buffer);
-}
-
-std::vector<std::uint8_t> to_f16_bytes(std::span<const float> values) {
-  std::vector<std::uint8_t> bytes(values.size() * 2);
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    const std::uint16_t h = rt::f32_to_f16(values[i]);
-    bytes[2 * i] = static_cast<std::uint8_t>(h & 0xFFu);
-    bytes[2 * i + 1] = static_cast<std::uint8_t>(h >> 8);
-  }
-  return bytes;
-}
-
-std::vector<float> from_f16_bytes(std::span<const std::uint8_t> bytes) {
-  std::vector<float> values(bytes.size() / 2);
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    const auto h = static_cast<std::uint16_t>(bytes[2 * i] | (bytes[2 * i + 1] << 8));
-    values[i] = rt::f16_to_f32(h);
-  }
-  return values;
 }
 
 Observations::Observations(std::string workload) : hash_state_(XXH3_createState()) {

@@ -1,5 +1,6 @@
-// Helpers shared by the workloads: seeded randomness, allocation through admission, f16 packing,
-// the observation log behind WorkloadReport, and a scoped temporary directory.
+// Helpers shared by the workloads: seeded randomness, error sentences, the observation log behind
+// WorkloadReport, and a scoped temporary directory. (Allocation, one-batch submits and f16 packing
+// are the public vtrace/runtime/immediate.h and f16.h, which products use too.)
 #pragma once
 
 #include <cstdint>
@@ -34,15 +35,6 @@ class SplitMix64 {
 std::string describe(std::string_view what, const runtime::RuntimeError& error);
 WorkloadError fail(std::string message);
 WorkloadError fail(std::string_view what, const runtime::RuntimeError& error);
-
-// admit() then allocate() for a fresh buffer named `resource`.
-WorkloadResult<runtime::BufferPtr> allocate(runtime::DeviceRuntime& rt, std::string_view resource,
-                                            std::uint64_t size_bytes, std::uint64_t alignment,
-                                            runtime::BufferUsage usage, runtime::ElementType type);
-
-// Little-endian f16 bytes of `values` (rounded to nearest even).
-std::vector<std::uint8_t> to_f16_bytes(std::span<const float> values);
-std::vector<float> from_f16_bytes(std::span<const std::uint8_t> bytes);
 
 // Collects what a workload observed into a WorkloadReport.
 class Observations {

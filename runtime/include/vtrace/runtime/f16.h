@@ -8,14 +8,23 @@
 // sign | 0x7C00 | 0x0200 | (mantissa >> 13).
 //
 // These are the portable software conversions the reference runtime uses; they compile without
-// any ISA flag. Thread rules: pure functions.
+// any ISA flag. to_f16_bytes and from_f16_bytes apply them to the host form of an f16 buffer
+// (little-endian pairs of bytes, what encode_upload takes and readback returns).
+// Thread rules: pure functions. Errors: none.
 #pragma once
 
 #include <cstdint>
+#include <span>
+#include <vector>
 
 namespace vtrace::runtime {
 
 float f16_to_f32(std::uint16_t bits);
 std::uint16_t f32_to_f16(float value);
+
+// The little-endian f16 bytes of `values`, each rounded by f32_to_f16 (2 bytes per value).
+std::vector<std::uint8_t> to_f16_bytes(std::span<const float> values);
+// f16_to_f32 of each little-endian pair of `bytes`, in order; an odd last byte is ignored.
+std::vector<float> from_f16_bytes(std::span<const std::uint8_t> bytes);
 
 }  // namespace vtrace::runtime
