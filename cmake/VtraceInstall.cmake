@@ -1,11 +1,11 @@
 # The installable package (docs/EMBEDDING.md): `cmake --install <build> --prefix P` puts in P
 #   bin/vtrace                          the command (cli/CMakeLists.txt)
-#   lib/libvtrace_{runtime,schema,recorder,replayer,drift}.a
+#   lib/libvtrace_{runtime,schema,recorder,replayer,drift,report}.a
 #   include/vtrace/<library>/...        each library's include/ tree; the flatc headers of
 #                                       schema/*.fbs beside the schema headers that include them
 #   share/vtrace/*.fbs                  the schema files
 #   lib/cmake/vtrace/                   find_package(vtrace CONFIG): vtrace::runtime, ::schema,
-#                                       ::recorder, ::replayer, ::drift, the executable
+#                                       ::recorder, ::replayer, ::drift, ::report, the executable
 #                                       vtrace::vtrace, vtrace_add_replay_test()
 #   lib/pkgconfig/vtrace.pc             for builds without CMake
 # Nothing of tests/, bench/ or workloads/ is installed.

@@ -4,7 +4,7 @@
 # tests/install/CMakeLists.txt) names the tools, the build and source trees, the work directory
 # and the install layout. In order:
 #   1. cmake --install of the build into WORK/stage;
-#   2. the staged tree: the five libraries, every public header of their include/ trees and the
+#   2. the staged tree: the six libraries, every public header of their include/ trees and the
 #      generated schema headers, the schema files, the CMake package, vtrace.pc, bin/vtrace and
 #      nothing else in bin, nothing of tests/, bench/ or workloads/; every installed header
 #      compiles against the stage;
@@ -56,7 +56,7 @@ quietly install "$cmake" --install "$build" --prefix "$stage"
 
 echo "2. the staged tree"
 missing=()
-for lib in runtime schema recorder replayer drift; do
+for lib in runtime schema recorder replayer drift report; do
   [ -f "$stage/$libdir/libvtrace_$lib.a" ] || missing+=("$libdir/libvtrace_$lib.a")
   headers=0
   while IFS= read -r header; do
@@ -108,7 +108,7 @@ configure_product
 found=$(sed -n 's/^vtrace_DIR:PATH=//p' "$product/CMakeCache.txt")
 [ "$found" = "$stage/$libdir/cmake/vtrace" ] || fail "vtrace was found in '$found', not in the stage"
 quietly build "$cmake" --build "$product" -j 2
-if grep -E -- "$source/(runtime|schema|recorder|replayer|drift)/|$build/schema/" \
+if grep -E -- "$source/(runtime|schema|recorder|replayer|drift|report)/|$build/schema/" \
      "$product/compile_commands.json"; then
   fail "the product's compile lines point into the source or build tree"
 fi
@@ -139,7 +139,7 @@ done
 grep -Eq 'replay\.tiny_product\.no-such-runtime \.*\*\*\*Skipped' "$log/product-ctest.log" ||
   { cat "$log/product-ctest.log"; fail "an unavailable runtime was not reported Skipped"; }
 
-echo "7. pkg-config --cflags --libs vtrace: a probe using all five libraries"
+echo "7. pkg-config --cflags --libs vtrace: a probe using all six libraries"
 # shellcheck disable=SC2086
 quietly probe-build "$cxx" -std=c++23 $cxx_flags "$source/tests/install/pkg_config_probe.cpp" \
   -o "$work/pkg_config_probe" $pc_cflags $pc_libs

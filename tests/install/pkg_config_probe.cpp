@@ -1,18 +1,21 @@
 // Built by install_test.sh with nothing but `pkg-config --cflags --libs vtrace` against the staged
-// prefix, and run: it uses all five libraries, so a missing library, a wrong link order or a
+// prefix, and run: it uses all six libraries, so a missing library, a wrong link order or a
 // missing dependency in vtrace.pc fails the link, and a missing header fails the compile.
 //   runtime   immediate operations on the reference runtime
 //   recorder  RecordingRuntime around it, writing TRACE (schema: the writer)
 //   replayer  replay_trace of TRACE on reference: no mismatch
 //   drift     compare_trace of TRACE on reference and cpu in lockstep: a match
+//   report    its HTML page written to memory
 // Usage: pkg_config_probe TRACE. Exit 0 when all of it held, 1 otherwise (one sentence why).
 #include <cstdio>
+#include <sstream>
 #include <string>
 #include <utility>
 
 #include "vtrace/drift/lockstep.h"
 #include "vtrace/recorder/recording_runtime.h"
 #include "vtrace/replayer/replay_trace.h"
+#include "vtrace/report/html_report.h"
 #include "vtrace/runtime/f16.h"
 #include "vtrace/runtime/immediate.h"
 #include "vtrace/runtime/registry.h"
@@ -86,6 +89,11 @@ int main(int argc, char** argv) {
   auto compared = vtrace::drift::compare_trace(trace, options, registry);
   if (!compared) return fail("compare_trace", compared.error().message);
   if (!compared->matched()) return fail("compare_trace", "verdict " + compared->verdict());
+  std::ostringstream page;
+  if (!vtrace::report::write_html_report(*compared, page, {}) ||
+      page.str().find("id=\"error-chart\"") == std::string::npos) {
+    return fail("write_html_report", "no page");
+  }
 
   std::printf("pkg_config_probe: recorded, replayed on reference and compared with cpu: match\n");
   return 0;
