@@ -21,7 +21,7 @@ struct CompareCommandOptions {
   std::string check = "bits";
   bool deep = false;
   bool resync = false;
-  std::string json;
+  std::optional<std::string> json;
   std::optional<int> exit_skip;
   RuntimeFlags runtime_flags;
 };
@@ -57,11 +57,10 @@ int run_compare(const CompareCommandOptions& o, const GlobalOptions& global) {
     return kExitUsage;
   }
   options.open = *open;
-  if (!o.json.empty()) {
-    if (auto bad = unusable_output(o.json, "the JSON report", true)) {
-      print_error(*bad);
-      return kExitUsage;
-    }
+  if (auto bad =
+          refused_outputs({{"--json", o.json, "the JSON report"}}, {{"the trace", o.trace}})) {
+    print_error(*bad);
+    return kExitUsage;
   }
   auto report = drift::compare_trace(o.trace, options, runtime::default_registry());
   if (!report) {
@@ -78,7 +77,7 @@ int run_compare(const CompareCommandOptions& o, const GlobalOptions& global) {
   if (o.resync) reproduce += " --resync";
   if (!global.quiet || !report->matched()) print_drift_report(*report, reproduce);
   std::fflush(stdout);
-  if (!o.json.empty() && !write_json_report(o.json, report->to_json())) return kExitUsage;
+  if (o.json && !write_json_report(*o.json, report->to_json())) return kExitUsage;
   return report->matched() ? kExitOk : kExitMismatch;
 }
 

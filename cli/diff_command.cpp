@@ -13,7 +13,7 @@ namespace {
 struct DiffCommandOptions {
   std::string a, b;
   std::string check = "bits";
-  std::string json;
+  std::optional<std::string> json;
 };
 
 int run_diff(const DiffCommandOptions& o, const GlobalOptions& global) {
@@ -22,11 +22,10 @@ int run_diff(const DiffCommandOptions& o, const GlobalOptions& global) {
     print_error(fmt::format("--check `{}` is not one of bits, ulp:N, tol, tol:ATOL,RTOL", o.check));
     return kExitUsage;
   }
-  if (!o.json.empty()) {
-    if (auto bad = unusable_output(o.json, "the JSON report", true)) {
-      print_error(*bad);
-      return kExitUsage;
-    }
+  if (auto bad = refused_outputs({{"--json", o.json, "the JSON report"}},
+                                 {{"trace A", o.a}, {"trace B", o.b}})) {
+    print_error(*bad);
+    return kExitUsage;
   }
   auto report = drift::diff_traces(o.a, o.b, *check, "a", "b");
   if (!report) {
@@ -37,7 +36,7 @@ int run_diff(const DiffCommandOptions& o, const GlobalOptions& global) {
                                             shell_quote(o.b), shell_quote(o.check));
   if (!global.quiet || !report->matched()) print_drift_report(*report, reproduce);
   std::fflush(stdout);
-  if (!o.json.empty() && !write_json_report(o.json, report->to_json())) return kExitUsage;
+  if (o.json && !write_json_report(*o.json, report->to_json())) return kExitUsage;
   return report->matched() ? kExitOk : kExitMismatch;
 }
 

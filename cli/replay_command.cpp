@@ -23,7 +23,7 @@ struct ReplayCommandOptions {
   std::string runtime;
   std::string check = "bits";
   std::string events;
-  std::string json;
+  std::optional<std::string> json;
   std::optional<int> exit_skip;
   unsigned repeat = 1;
   RuntimeFlags runtime_flags;
@@ -92,11 +92,10 @@ int run_replay(const ReplayCommandOptions& o, const GlobalOptions& global) {
     options.replay.first_event = range->first;
     options.replay.end_event = range->end;
   }
-  if (!o.json.empty()) {
-    if (auto bad = unusable_output(o.json, "the JSON report", true)) {
-      print_error(*bad);
-      return kExitUsage;
-    }
+  if (auto bad =
+          refused_outputs({{"--json", o.json, "the JSON report"}}, {{"the trace", o.trace}})) {
+    print_error(*bad);
+    return kExitUsage;
   }
   std::expected<replayer::ReplayReport, replayer::ReplayFailure> report;
   {
@@ -156,7 +155,7 @@ int run_replay(const ReplayCommandOptions& o, const GlobalOptions& global) {
              notes.empty() ? "" : fmt::format(" ({})", fmt::join(notes, "; ")));
   std::fflush(stdout);
   // Written last, so that a bad --json path loses none of the verdict printed above.
-  if (!o.json.empty() && !write_json_report(o.json, r.to_json())) return kExitUsage;
+  if (o.json && !write_json_report(*o.json, r.to_json())) return kExitUsage;
   if (o.repeat > 1) {
     auto repeated = check_repeat(o, r.runtime, options.open);
     if (!repeated) return repeated.error();

@@ -1,0 +1,111 @@
+// The `vtrace` command line as people type it: what a new user tried, and what it must do, one
+// TEST_CASE per habit (cli_test.cpp has every subcommand's own output and exit codes).
+#include <fmt/format.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "run_vtrace.h"
+#include "trace_fixtures.h"
+#include "vtrace/runtime/safetensors.h"
+#include "vtrace/schema/format.h"
+
+namespace {
+
+using vtrace::test::golden;
+using vtrace::test::run_shell;
+using vtrace::test::run_vtrace;
+namespace fs = std::filesystem;
+
+std::string read_bytes(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// `output` is one sentence on stderr starting `vtrace: `.
+bool one_error_line(const std::string& output) {
+  return output.starts_with("vtrace: ") && output.find('\n') == output.size() - 1;
+}
+
+}  // namespace
+
+TEST_CASE("an output that is the same file as an input is refused before anything runs",
+          "[cli][habits]") {
+  vtrace::test::ScratchDir dir("habits-same-file");
+  const auto trace = (dir / "same.vtrace").string();
+  fs::copy_file(golden("tiny"), trace);
+  const std::string original = read_bytes(trace);
+  fs::create_hard_link(trace, dir / "linked.vtrace");
+  fs::create_symlink(trace, dir / "symlinked.vtrace");
+  const auto repro = (dir / "repro.vtrace").string();
+  // The same file however it is spelled: as given, through `.` and `..`, a hard link, a symlink.
+  const std::vector<std::string> spellings = {
+      trace, (dir / "." / "same.vtrace").string(),
+      (dir / ".." / fs::path(trace).parent_path().filename() / "same.vtrace").string(),
+      (dir / "linked.vtrace").string(), (dir / "symlinked.vtrace").string()};
+  for (const auto& same : spellings) {
+    INFO(same);
+    for (const auto& command : {
+             fmt::format("replay {} --json {}", trace, same),
+             fmt::format("compare {} --runtimes reference,cpu --json {}", trace, same),
+             fmt::format("diff {} {} --json {}", golden("tiny-v1.2"), trace, same),
+             fmt::format("diff {} {} --json {}", trace, golden("tiny-v1.2"), same),
+             fmt::format("extract {} --event 12 -o {}", trace, same),
+             fmt::format("extract {} --event 12 -o {} --json {}", trace, repro, same),
+         }) {
+      INFO(command);
+      auto run = run_vtrace(command);
+      INFO(run.output);
+      CHECK(run.code == 2);
+      CHECK(one_error_line(run.output));
+      CHECK_THAT(run.output, Catch::Contains(" is the same file as "));
+      CHECK_THAT(run.output, Catch::Contains(same));
+      CHECK_THAT(run.output, Catch::Contains(trace));
+      CHECK(read_bytes(trace) == original);
+      CHECK_FALSE(fs::exists(repro));
+      CHECK_FALSE(fs::exists(repro + ".partial"));
+    }
+  }
+  // Two outputs of one command that do not exist yet: compared by path.
+  for (const auto& json : {repro, (dir / "." / "repro.vtrace").string(), repro + ".partial"}) {
+    auto both =
+        run_vtrace(fmt::format("extract {} --event 12 -o {} --json {}", trace, repro, json));
+    INFO(both.output);
+    CHECK(both.code == 2);
+    CHECK(one_error_line(both.output));
+    CHECK_THAT(both.output, Catch::Contains(fmt::format("-o {}", repro)));
+    CHECK_THAT(both.output, Catch::Contains(fmt::format("--json {}", json)));
+    CHECK_FALSE(fs::exists(repro));
+  }
+
+  // record: the weights it reads, as the trace or as the trace's .partial.
+  const auto weights = (dir / "w.safetensors").string();
+  std::ofstream(weights) << "not looked at before the refusal";
+  const std::string weight_bytes = read_bytes(weights);
+  for (const auto& output : {weights, (dir / "." / "w.safetensors").string()}) {
+    auto record = run_vtrace(fmt::format("record -w decode --weights {} -o {}", weights, output));
+    INFO(record.output);
+    CHECK(record.code == 2);
+    CHECK(one_error_line(record.output));
+    CHECK_THAT(record.output, Catch::Contains(fmt::format("-o {} is the same file as --weights {}",
+                                                          output, weights)));
+    CHECK(read_bytes(weights) == weight_bytes);
+  }
+  const auto partial_weights = (dir / "t.vtrace.partial").string();
+  fs::copy_file(weights, partial_weights);
+  auto partial = run_vtrace(fmt::format("record -w decode --weights {} -o {}", partial_weights,
+                                        (dir / "t.vtrace").string()));
+  INFO(partial.output);
+  CHECK(partial.code == 2);
+  CHECK_THAT(partial.output, Catch::Contains("(written as "));
+  CHECK_THAT(partial.output, Catch::Contains(fmt::format("--weights {}", partial_weights)));
+  CHECK(read_bytes(partial_weights) == weight_bytes);
+  CHECK_FALSE(fs::exists(dir / "t.vtrace"));
+
+  // Another file still works.
+  CHECK(run_vtrace(fmt::format("replay {} --json {}", trace, (dir / "r.json").string())).code == 0);
+}
