@@ -78,6 +78,12 @@ std::optional<std::string> refused_outputs(std::initializer_list<OutputFile> out
 // "; the events recorded so far are in OUT.partial" when the writer left one there, else "".
 std::string partial_note(const std::string& output);
 
+// A word as the shell reads it back: unchanged when it is plain, else in single quotes.
+std::string shell_quote(const std::string& word);
+// A command line as the shell reads it back: the words shell_quote'd, joined by spaces. Every
+// `reproduce:` line is one, so it runs as printed, spaces and quotes in paths included.
+std::string shell_command(std::initializer_list<std::string> words);
+
 // Human-readable byte count: "1.5 MiB".
 std::string human_bytes(std::uint64_t bytes);
 

@@ -71,8 +71,7 @@ int run_compare(const CompareCommandOptions& o, const GlobalOptions& global) {
     return kExitUsage;
   }
   std::string reproduce =
-      fmt::format("vtrace compare {} --runtimes {} --check {}", shell_quote(o.trace),
-                  shell_quote(o.runtimes), shell_quote(o.check));
+      shell_command({"vtrace", "compare", o.trace, "--runtimes", o.runtimes, "--check", o.check});
   if (o.deep) reproduce += " --deep";
   if (o.resync) reproduce += " --resync";
   if (!global.quiet || !report->matched()) print_drift_report(*report, reproduce);

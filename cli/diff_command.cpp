@@ -32,8 +32,7 @@ int run_diff(const DiffCommandOptions& o, const GlobalOptions& global) {
     print_error(report.error().message);
     return kExitUsage;
   }
-  const std::string reproduce = fmt::format("vtrace diff {} {} --check {}", shell_quote(o.a),
-                                            shell_quote(o.b), shell_quote(o.check));
+  const std::string reproduce = shell_command({"vtrace", "diff", o.a, o.b, "--check", o.check});
   if (!global.quiet || !report->matched()) print_drift_report(*report, reproduce);
   std::fflush(stdout);
   if (o.json && !write_json_report(*o.json, report->to_json())) return kExitUsage;

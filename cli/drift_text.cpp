@@ -5,8 +5,6 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <cctype>
-#include <cstring>
 
 namespace vtrace::cli {
 
@@ -53,17 +51,6 @@ void print_introduced(const drift::CompareReport& r) {
 }
 
 }  // namespace
-
-// A word as the shell reads it back: unchanged when it is plain, else in single quotes.
-std::string shell_quote(const std::string& word) {
-  const bool plain = !word.empty() && std::all_of(word.begin(), word.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || std::strchr("-_./:,=+@%", c) != nullptr;
-  });
-  if (plain) return word;
-  std::string out = "'";
-  for (char c : word) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
 
 void print_drift_report(const drift::CompareReport& r, const std::string& reproduce) {
   fmt::print("{} on {} (baseline {}, check {}{}): {} events, {} commands compared\n", r.trace,

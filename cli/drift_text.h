@@ -9,9 +9,6 @@
 
 namespace vtrace::cli {
 
-// A word as the shell reads it back: unchanged when it is plain, else in single quotes.
-std::string shell_quote(const std::string& word);
-
 // Prints `report`; `reproduce` is the command line shown under the first divergence.
 void print_drift_report(const drift::CompareReport& report, const std::string& reproduce);
 

@@ -4,7 +4,6 @@
 
 #include "cli_support.h"
 #include "commands.h"
-#include "drift_text.h"
 #include "runtime_flags.h"
 #include "vtrace/drift/extract.h"
 

@@ -109,3 +109,77 @@ TEST_CASE("an output that is the same file as an input is refused before anythin
   // Another file still works.
   CHECK(run_vtrace(fmt::format("replay {} --json {}", trace, (dir / "r.json").string())).code == 0);
 }
+
+namespace {
+
+// The command after `label` on the first line that has it ("reproduce: vtrace replay ...").
+std::string line_after(const std::string& output, const std::string& label) {
+  const auto at = output.find(label);
+  REQUIRE(at != std::string::npos);
+  const auto begin = at + label.size();
+  return output.substr(begin, output.find('\n', begin) - begin);
+}
+
+// Runs `line` (it starts `vtrace `) in `sh -c`, with the vtrace under test first on PATH.
+vtrace::test::Run run_line(const std::string& line) {
+  REQUIRE(line.starts_with("vtrace "));
+  const auto bin = fs::path(VTRACE_CLI_PATH).parent_path().string();
+  return run_shell(fmt::format("export PATH=\"{}:$PATH\"; {}", bin, line));
+}
+
+}  // namespace
+
+TEST_CASE("every reproduce line runs in a shell even for a path with a space", "[cli][habits]") {
+  vtrace::test::ScratchDir dir("habits-reproduce");
+  fs::create_directories(dir / "with space");
+  const auto recorded = dir / "with space" / "decode.vtrace";
+  vtrace::test::record_workload(vtrace::test::small_decode_spec(), recorded);
+  const auto altered = (dir / "with space" / "it's altered.vtrace").string();
+  const auto changed = vtrace::test::rewrite_with_altered_readback(
+      recorded, altered, [](std::uint16_t v) { return static_cast<std::uint16_t>(v ^ 0x0400); });
+  const auto json = (dir / "with space" / "report.json").string();
+
+  // replay: the text line and the JSON report's.
+  auto replay = run_vtrace(fmt::format("replay \"{}\" --json \"{}\"", altered, json));
+  INFO(replay.output);
+  REQUIRE(replay.code == 1);
+  const std::string text_line = line_after(replay.output, "reproduce: ");
+  std::ifstream in(json);
+  const auto report = nlohmann::json::parse(in);
+  const std::string json_line = report["first_mismatch"]["reproduce"].get<std::string>();
+  CHECK(json_line == text_line);
+  for (const auto& line : {text_line, json_line}) {
+    INFO(line);
+    auto again = run_line(line);
+    INFO(again.output);
+    CHECK(again.code == 1);
+    CHECK_THAT(again.output, Catch::Contains(fmt::format("MISMATCH at event {}:", changed.event)));
+    CHECK_THAT(again.output, Catch::Contains("verdict: mismatch (1 mismatches)"));
+  }
+
+  // compare: a drift names its first divergent command and how to see it again.
+  const auto longer = (dir / "with space" / "long.vtrace").string();
+  REQUIRE(run_vtrace(fmt::format("record --workload decode --hidden 48 --ffn 1024 --layers 2 "
+                                 "--steps 2 -o \"{}\"",
+                                 longer))
+              .code == 0);
+  auto compare =
+      run_vtrace(fmt::format("compare \"{}\" --runtimes reference,cpu-splitk --deep", longer));
+  INFO(compare.output);
+  REQUIRE(compare.code == 1);
+  const auto compare_line = line_after(compare.output, "reproduce: ");
+  INFO(compare_line);
+  auto compared = run_line(compare_line);
+  CHECK(compared.code == 1);
+  CHECK(compared.output == compare.output);
+
+  // diff: the same.
+  auto diff = run_vtrace(fmt::format("diff \"{}\" \"{}\"", altered, recorded.string()));
+  INFO(diff.output);
+  REQUIRE(diff.code == 1);
+  const auto diff_line = line_after(diff.output, "reproduce: ");
+  INFO(diff_line);
+  auto diffed = run_line(diff_line);
+  CHECK(diffed.code == 1);
+  CHECK(diffed.output == diff.output);
+}
