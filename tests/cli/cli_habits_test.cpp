@@ -183,3 +183,70 @@ TEST_CASE("every reproduce line runs in a shell even for a path with a space", "
   CHECK(diffed.code == 1);
   CHECK(diffed.output == diff.output);
 }
+
+TEST_CASE("vtrace names an unknown subcommand and the nearest one and has help and --version",
+          "[cli][habits]") {
+  auto typo = run_vtrace("replya");
+  CHECK(typo.code == 2);
+  CHECK(typo.output == "vtrace: unknown subcommand `replya`; did you mean `replay`?\n");
+  for (const auto& [word, meant] :
+       {std::pair{"lst-runtimes", "list-runtimes"}, std::pair{"recrod", "record"},
+        std::pair{"dum", "dump"}, std::pair{"extr", "extract"},
+        std::pair{"--quiet comapre", "compare"}}) {
+    INFO(word);
+    auto run = run_vtrace(word);
+    CHECK(run.code == 2);
+    CHECK_THAT(run.output, Catch::Contains(fmt::format("did you mean `{}`?", meant)));
+  }
+  auto unknown = run_vtrace("frobnicate");
+  INFO(unknown.output);
+  CHECK(unknown.code == 2);
+  CHECK(one_error_line(unknown.output));
+  CHECK_THAT(unknown.output, Catch::StartsWith("vtrace: unknown subcommand `frobnicate`; the "
+                                               "subcommands are record, replay, compare"));
+
+  auto version = run_vtrace("--version");
+  CHECK(version.code == 0);
+  CHECK(version.output == fmt::format("vtrace {} (writes trace format {}.{})\n", VTRACE_VERSION,
+                                      vtrace::schema::kFormatMajor, vtrace::schema::kFormatMinor));
+
+  auto overview = run_vtrace("help");
+  CHECK(overview.code == 0);
+  CHECK(overview.output == run_vtrace("--help").output);
+  for (const char* sub : {"record", "replay", "list-runtimes", "help", "--version"}) {
+    CHECK_THAT(overview.output, Catch::Contains(sub));
+  }
+  for (const char* sub : {"replay", "dump", "record"}) {
+    INFO(sub);
+    auto help = run_vtrace(fmt::format("help {}", sub));
+    CHECK(help.code == 0);
+    CHECK_THAT(help.output, Catch::Contains(fmt::format("Usage: vtrace {} ", sub)));
+    CHECK(help.output == run_vtrace(fmt::format("{} --help", sub)).output);
+  }
+  auto help_typo = run_vtrace("help replya");
+  CHECK(help_typo.code == 2);
+  CHECK(help_typo.output == "vtrace: unknown subcommand `replya`; did you mean `replay`?\n");
+}
+
+TEST_CASE("CLI11 refusals are one line with the vtrace prefix and exit 2", "[cli][habits]") {
+  vtrace::test::ScratchDir dir("habits-cli11");
+  const auto out = (dir / "x.vtrace").string();
+  for (const auto& [arguments, says] : {
+           std::pair{fmt::format("replay {} --bogus", golden("tiny")), std::string("--bogus")},
+           std::pair{std::string("record -w tiny"), std::string("--output is required")},
+           std::pair{fmt::format("record -w tiny --level 30 -o {}", out), std::string("--level")},
+           std::pair{fmt::format("record -w tiny --seed abc -o {}", out), std::string("abc")},
+           std::pair{fmt::format("record -w decode --steps -1 -o {}", out), std::string("--steps")},
+           std::pair{std::string("replay"), std::string("trace is required")},
+           std::pair{std::string(""), std::string("a subcommand is required")},
+       }) {
+    INFO(arguments);
+    auto run = run_vtrace(arguments);
+    INFO(run.output);
+    CHECK(run.code == 2);
+    CHECK(one_error_line(run.output));
+    CHECK_THAT(run.output, Catch::Contains(says));
+    CHECK_THAT(run.output, Catch::Contains("; see `vtrace help"));
+    CHECK_FALSE(fs::exists(out));
+  }
+}
