@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <cstdio>
@@ -10,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <vector>
 
 namespace vtrace::cli {
 
@@ -91,6 +94,7 @@ std::string about_file(std::string_view file, std::string_view message) {
 std::optional<std::string> unusable_output(const std::string& output, std::string_view what,
                                            bool devices_ok) {
   namespace fs = std::filesystem;
+  if (output.empty()) return fmt::format("an empty path names no file to write {} to", what);
   std::error_code ec;
   const fs::path path(output);
   const auto status = fs::status(path, ec);
@@ -106,12 +110,82 @@ std::optional<std::string> unusable_output(const std::string& output, std::strin
   return std::nullopt;
 }
 
+bool same_file(const std::string& a, const std::string& b) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::exists(a, ec) && fs::exists(b, ec)) {
+    const bool same = fs::equivalent(a, b, ec);
+    return !ec && same;
+  }
+  const auto resolved = [](const std::string& path) {
+    std::error_code error;
+    const fs::path absolute = fs::absolute(path, error);
+    if (error) return fs::path(path).lexically_normal();
+    const fs::path canonical = fs::weakly_canonical(absolute, error);
+    return error ? absolute.lexically_normal() : canonical;
+  };
+  return resolved(a) == resolved(b);
+}
+
+namespace {
+// "-o x.vtrace", or "-o x.vtrace (written as x.vtrace.partial first)" for the partial file.
+std::string written_as(const OutputFile& output, bool partial) {
+  if (!partial) return fmt::format("{} {}", output.role, *output.path);
+  return fmt::format("{} {} (written as {}.partial first)", output.role, *output.path,
+                     *output.path);
+}
+}  // namespace
+
+std::optional<std::string> refused_outputs(std::initializer_list<OutputFile> outputs,
+                                           std::initializer_list<InputFile> inputs) {
+  // Every path an output writes: the file, and a trace's .partial.
+  struct Written {
+    const OutputFile* output;
+    bool partial;
+    std::string path;
+  };
+  std::vector<Written> written;
+  for (const auto& output : outputs) {
+    if (!output.path) continue;
+    if (auto bad = unusable_output(*output.path, output.what, !output.trace)) return bad;
+    written.push_back({&output, false, *output.path});
+    if (output.trace) written.push_back({&output, true, *output.path + ".partial"});
+  }
+  for (std::size_t i = 0; i < written.size(); ++i) {
+    const auto& w = written[i];
+    const auto refuse = [&](const std::string& other) {
+      return fmt::format("{} is the same file as {}: choose another path for {}",
+                         written_as(*w.output, w.partial), other, w.output->what);
+    };
+    for (const auto& input : inputs) {
+      if (!input.path.empty() && same_file(w.path, input.path)) {
+        return refuse(fmt::format("{} {}", input.role, input.path));
+      }
+    }
+    for (std::size_t j = 0; j < i; ++j) {
+      if (written[j].output != w.output && same_file(w.path, written[j].path)) {
+        return refuse(written_as(*written[j].output, written[j].partial));
+      }
+    }
+  }
+  return std::nullopt;
+}
+
 // "; the events recorded so far are in OUT.partial" when the writer left one, else "".
 std::string partial_note(const std::string& output) {
   std::error_code ec;
   const std::string partial = output + ".partial";
   if (!std::filesystem::is_regular_file(partial, ec)) return "";
   return fmt::format("; the events recorded so far are in {}", partial);
+}
+
+std::string shell_command(std::initializer_list<std::string> words) {
+  std::string line;
+  for (const auto& word : words) {
+    if (!line.empty()) line += ' ';
+    line += shell_quote(word);
+  }
+  return line;
 }
 
 std::string human_bytes(std::uint64_t bytes) {

@@ -3,11 +3,14 @@
 
 #include <cstdint>
 #include <expected>
+#include <initializer_list>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
+
+#include "vtrace/report/shell_quote.h"
 
 namespace vtrace::cli {
 
@@ -40,14 +43,49 @@ void print_warning(std::string_view message);
 // so that every error names its file exactly once.
 std::string about_file(std::string_view file, std::string_view message);
 
-// Why `output` cannot become a trace file, checked before anything runs: it exists and is a
-// directory, a device or another non-regular file (the .partial would be renamed over it), or its
-// directory does not exist. devices_ok: a device or pipe is fine (a report to /dev/stdout, not a
-// trace renamed over /dev/full). nullopt when it can.
+// Why `output` cannot become a trace file, checked before anything runs: it is empty, it exists
+// and is a directory, a device or another non-regular file (the .partial would be renamed over
+// it), or its directory does not exist. devices_ok: a device or pipe is fine (a report to
+// /dev/stdout, not a trace renamed over /dev/full). nullopt when it can.
 std::optional<std::string> unusable_output(const std::string& output, std::string_view what,
                                            bool devices_ok);
+
+// Whether `a` and `b` name one file: std::filesystem::equivalent when both exist (hard and
+// symbolic links, `./x`, `d/../x`), else the same weakly_canonical absolute path (an output that
+// does not exist yet).
+bool same_file(const std::string& a, const std::string& b);
+
+// A file a subcommand reads, named as the message names it: `role` "the trace", "--weights";
+// an empty `path`: none given.
+struct InputFile {
+  std::string_view role;
+  std::string path;
+};
+// A file a subcommand writes: `role` as for InputFile ("-o", "--json"), `what` what it holds
+// ("the trace", "the JSON report"); nullopt `path`: not asked for. A trace (`trace`) is written
+// as PATH.partial and renamed when complete, so PATH.partial is written too, and PATH may not be
+// a device (unusable_output's devices_ok).
+struct OutputFile {
+  std::string_view role;
+  std::optional<std::string> path;
+  std::string_view what;
+  bool trace = false;
+};
+// Why `outputs` cannot be written, checked before anything runs (so nothing is replaced and no
+// file is created): one is unusable_output, or one (or a trace's .partial) is the same_file as
+// one of `inputs` or as another output. One sentence naming both files; nullopt when all can be.
+std::optional<std::string> refused_outputs(std::initializer_list<OutputFile> outputs,
+                                           std::initializer_list<InputFile> inputs);
+
 // "; the events recorded so far are in OUT.partial" when the writer left one there, else "".
 std::string partial_note(const std::string& output);
+
+// A word as the shell reads it back (vtrace/report/shell_quote.h: one rule for the CLI's lines and
+// the HTML report's).
+using report::shell_quote;
+// A command line as the shell reads it back: the words shell_quote'd, joined by spaces. Every
+// `reproduce:` line is one, so it runs as printed, spaces and quotes in paths included.
+std::string shell_command(std::initializer_list<std::string> words);
 
 // Human-readable byte count: "1.5 MiB".
 std::string human_bytes(std::uint64_t bytes);

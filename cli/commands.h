@@ -37,5 +37,20 @@ void add_dump_command(CLI::App& app, const GlobalOptions& global, RunFunction* r
 void add_verify_command(CLI::App& app, const GlobalOptions& global, RunFunction* run);
 void add_demo_command(CLI::App& app, const GlobalOptions& global, RunFunction* run);
 void add_list_runtimes_command(CLI::App& app, const GlobalOptions& global, RunFunction* run);
+// `vtrace help [SUBCOMMAND]`: the overview, or that subcommand's --help (help_command.cpp).
+// Registered so that the overview lists it; run_before_parse runs it.
+void add_help_command(CLI::App& app);
+
+// The top level (help_command.cpp). `vtrace --version`: "vtrace 0.1.0 (writes trace format
+// 1.2)", the project() VERSION of CMakeLists.txt and schema/format.h's version.
+std::string version_text();
+// What CLI11 would misread, handled before it parses; returns the exit code, or nullopt to parse.
+// A first word (that is no option) naming no subcommand: "vtrace: unknown subcommand `replya`;
+// did you mean `replay`?", exit 2 (CLI11 takes it for a stray argument). `help [SUBCOMMAND]`: run
+// here, since CLI11 would take the SUBCOMMAND for a second subcommand.
+std::optional<int> run_before_parse(const CLI::App& app, int argc, const char* const* argv);
+// CLI11's own refusals (unknown option, missing required option, bad value) as one line:
+// "vtrace: <what>; see `vtrace help SUBCOMMAND`" (CLI::App::failure_message).
+std::string usage_failure_message(const CLI::App* app, const CLI::Error& error);
 
 }  // namespace vtrace::cli

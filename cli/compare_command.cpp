@@ -23,8 +23,8 @@ struct CompareCommandOptions {
   std::string check = "bits";
   bool deep = false;
   bool resync = false;
-  std::string json;
-  std::string html;
+  std::optional<std::string> json;
+  std::optional<std::string> html;
   std::optional<int> exit_skip;
   RuntimeFlags runtime_flags;
 };
@@ -60,13 +60,11 @@ int run_compare(const CompareCommandOptions& o, const GlobalOptions& global) {
     return kExitUsage;
   }
   options.open = *open;
-  for (const auto& [path, what] :
-       {std::pair{o.json, "the JSON report"}, std::pair{o.html, "the HTML report"}}) {
-    if (path.empty()) continue;
-    if (auto bad = unusable_output(path, what, true)) {
-      print_error(*bad);
-      return kExitUsage;
-    }
+  if (auto bad = refused_outputs(
+          {{"--json", o.json, "the JSON report"}, {"--html", o.html, "the HTML report"}},
+          {{"the trace", o.trace}})) {
+    print_error(*bad);
+    return kExitUsage;
   }
   auto report = drift::compare_trace(o.trace, options, runtime::default_registry());
   if (!report) {
@@ -77,15 +75,13 @@ int run_compare(const CompareCommandOptions& o, const GlobalOptions& global) {
     return kExitUsage;
   }
   std::string reproduce =
-      fmt::format("vtrace compare {} --runtimes {} --check {}", shell_quote(o.trace),
-                  shell_quote(o.runtimes), shell_quote(o.check));
+      shell_command({"vtrace", "compare", o.trace, "--runtimes", o.runtimes, "--check", o.check});
   if (o.deep) reproduce += " --deep";
   if (o.resync) reproduce += " --resync";
   if (!global.quiet || !report->matched()) print_drift_report(*report, reproduce);
   std::fflush(stdout);
-  if (!o.json.empty() && !write_json_report(o.json, report->to_json())) return kExitUsage;
-  if (!o.html.empty() &&
-      !write_html_file(o.html, *report, {"vtrace compare", reproduce, o.trace})) {
+  if (o.json && !write_json_report(*o.json, report->to_json())) return kExitUsage;
+  if (o.html && !write_html_file(*o.html, *report, {"vtrace compare", reproduce, o.trace})) {
     return kExitUsage;
   }
   return report->matched() ? kExitOk : kExitMismatch;

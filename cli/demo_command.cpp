@@ -155,15 +155,15 @@ int run_demo(const DemoOptions& o) {
                repro_reference->matched() ? "match" : "MISMATCH",
                repro_splitk->matched() ? "match" : "mismatch");
   }
+  // The commands to look further, each one a line that runs as printed (shell words).
+  const std::string t = shell_quote(trace.string());
   fmt::print("\ntrace: {}\n", trace.string());
-  fmt::print("try:   vtrace info {0}  |  vtrace dump {0} --events 0:5  |  vtrace replay {0}\n",
-             trace.string());
+  fmt::print("try:   vtrace info {0}  |  vtrace dump {0} --events 0:5  |  vtrace replay {0}\n", t);
   fmt::print(
-      "       vtrace compare {0} --runtimes reference,cpu-splitk --resync --json report.json\n",
-      trace.string());
+      "       vtrace compare {0} --runtimes reference,cpu-splitk --resync --json report.json\n", t);
   if (extracted) {
     fmt::print("       vtrace replay {0} --runtime cpu-splitk  |  vtrace dump {0}\n",
-               repro.string());
+               shell_quote(repro.string()));
   }
   // Expected: bit-exact on reference and cpu, cpu-splitk's drift found (its reductions are
   // longer than one 256-long block here), and its first divergent command reproduced alone.

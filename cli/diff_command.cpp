@@ -14,8 +14,8 @@ namespace {
 struct DiffCommandOptions {
   std::string a, b;
   std::string check = "bits";
-  std::string json;
-  std::string html;
+  std::optional<std::string> json;
+  std::optional<std::string> html;
 };
 
 int run_diff(const DiffCommandOptions& o, const GlobalOptions& global) {
@@ -24,25 +24,22 @@ int run_diff(const DiffCommandOptions& o, const GlobalOptions& global) {
     print_error(fmt::format("--check `{}` is not one of bits, ulp:N, tol, tol:ATOL,RTOL", o.check));
     return kExitUsage;
   }
-  for (const auto& [path, what] :
-       {std::pair{o.json, "the JSON report"}, std::pair{o.html, "the HTML report"}}) {
-    if (path.empty()) continue;
-    if (auto bad = unusable_output(path, what, true)) {
-      print_error(*bad);
-      return kExitUsage;
-    }
+  if (auto bad = refused_outputs(
+          {{"--json", o.json, "the JSON report"}, {"--html", o.html, "the HTML report"}},
+          {{"trace A", o.a}, {"trace B", o.b}})) {
+    print_error(*bad);
+    return kExitUsage;
   }
   auto report = drift::diff_traces(o.a, o.b, *check, "a", "b");
   if (!report) {
     print_error(report.error().message);
     return kExitUsage;
   }
-  const std::string reproduce = fmt::format("vtrace diff {} {} --check {}", shell_quote(o.a),
-                                            shell_quote(o.b), shell_quote(o.check));
+  const std::string reproduce = shell_command({"vtrace", "diff", o.a, o.b, "--check", o.check});
   if (!global.quiet || !report->matched()) print_drift_report(*report, reproduce);
   std::fflush(stdout);
-  if (!o.json.empty() && !write_json_report(o.json, report->to_json())) return kExitUsage;
-  if (!o.html.empty() && !write_html_file(o.html, *report, {"vtrace diff", reproduce, ""})) {
+  if (o.json && !write_json_report(*o.json, report->to_json())) return kExitUsage;
+  if (o.html && !write_html_file(*o.html, *report, {"vtrace diff", reproduce, ""})) {
     return kExitUsage;
   }
   return report->matched() ? kExitOk : kExitMismatch;

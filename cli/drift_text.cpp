@@ -5,8 +5,6 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <cctype>
-#include <cstring>
 
 namespace vtrace::cli {
 

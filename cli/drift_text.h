@@ -6,11 +6,8 @@
 #include <string>
 
 #include "vtrace/drift/lockstep.h"
-#include "vtrace/report/shell_quote.h"
 
 namespace vtrace::cli {
-
-using report::shell_quote;
 
 // Prints `report`; `reproduce` is the command line shown under the first divergence.
 void print_drift_report(const drift::CompareReport& report, const std::string& reproduce);

@@ -4,7 +4,6 @@
 
 #include "cli_support.h"
 #include "commands.h"
-#include "drift_text.h"
 #include "runtime_flags.h"
 #include "vtrace/drift/extract.h"
 
@@ -19,7 +18,7 @@ struct ExtractCommandOptions {
   std::string output;
   std::string runtime = "reference";
   int level = 1;
-  std::string json;
+  std::optional<std::string> json;
   std::optional<int> exit_skip;
   RuntimeFlags runtime_flags;
 };
@@ -74,13 +73,11 @@ int run_extract(const ExtractCommandOptions& o, const GlobalOptions& global) {
     return kExitUsage;
   }
   options.open = *open;
-  for (const auto& [path, what, devices] :
-       {std::tuple{o.output, "the repro", false}, std::tuple{o.json, "the JSON report", true}}) {
-    if (path.empty()) continue;
-    if (auto bad = unusable_output(path, what, devices)) {
-      print_error(*bad);
-      return kExitUsage;
-    }
+  if (auto bad = refused_outputs(
+          {{"-o", o.output, "the repro", true}, {"--json", o.json, "the JSON report"}},
+          {{"the trace", o.trace}})) {
+    print_error(*bad);
+    return kExitUsage;
   }
   auto report = drift::extract_commands(o.trace, o.output, options, runtime::default_registry());
   if (!report) {
@@ -96,7 +93,7 @@ int run_extract(const ExtractCommandOptions& o, const GlobalOptions& global) {
                               report->runtime, report->difference));
   }
   std::fflush(stdout);
-  if (!o.json.empty() && !write_json_report(o.json, report->to_json())) return kExitUsage;
+  if (o.json && !write_json_report(*o.json, report->to_json())) return kExitUsage;
   return report->reproduces_baseline ? kExitOk : kExitMismatch;
 }
 

@@ -6,9 +6,13 @@
 
 int main(int argc, char** argv) {
   using namespace vtrace::cli;
-  CLI::App app{"vtrace: deterministic trace recording and replay for the device runtime contract"};
+  CLI::App app{"vtrace: deterministic trace recording and replay for the device runtime contract",
+               "vtrace"};
   app.require_subcommand(1);
   app.fallthrough();  // global flags (--quiet) are accepted after the subcommand too
+  app.set_version_flag("--version", version_text(),
+                       "Print vtrace's version and the trace format it writes");
+  app.failure_message(usage_failure_message);
   GlobalOptions global;
   app.add_flag("-q,--quiet", global.quiet, "Print only errors (and what a subcommand must print)");
   RunFunction run;
@@ -23,6 +27,8 @@ int main(int argc, char** argv) {
   add_verify_command(app, global, &run);
   add_demo_command(app, global, &run);
   add_list_runtimes_command(app, global, &run);
+  add_help_command(app);
+  if (auto code = run_before_parse(app, argc, argv)) return *code;
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -33,7 +33,8 @@ struct RecordOptions {
 };
 
 int run_record(const RecordOptions& o, const GlobalOptions& global) {
-  if (auto bad = unusable_output(o.output, "the trace", false)) {
+  if (auto bad =
+          refused_outputs({{"-o", o.output, "the trace", true}}, {{"--weights", o.weights}})) {
     print_error(*bad);
     return kExitUsage;
   }

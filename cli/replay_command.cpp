@@ -26,8 +26,8 @@ struct ReplayCommandOptions {
   std::string runtime;
   std::string check = "bits";
   std::string events;
-  std::string json;
-  std::string profile;
+  std::optional<std::string> json;
+  std::optional<std::string> profile;
   std::optional<int> exit_skip;
   unsigned repeat = 1;
   RuntimeFlags runtime_flags;
@@ -59,6 +59,16 @@ std::expected<bool, int> check_repeat(const ReplayCommandOptions& o, const std::
       f.command ? fmt::format(", command {}", *f.command) : "", f.runtime,
       drift::drift_class_name(f.cls), runtime);
   return false;
+}
+
+// The replayer's reproduce lines name the trace as a plain string; the report's (its text and its
+// --json) are shell words, so a path with a space or a quote gives a line that runs.
+void quote_reproduce_lines(replayer::ReplayReport& report) {
+  for (auto& m : report.mismatches) {
+    m.reproduce = shell_command({"vtrace", "replay", report.trace, "--events",
+                                 fmt::format("{}:{}", m.event, m.event + 1), "--runtime",
+                                 report.runtime, "--check", report.check});
+  }
 }
 
 // The progress bar, and with --profile each step's time (steady clock, from the first step).
@@ -113,18 +123,16 @@ int run_replay(const ReplayCommandOptions& o, const GlobalOptions& global) {
     options.replay.first_event = range->first;
     options.replay.end_event = range->end;
   }
-  for (const auto& [path, what] :
-       {std::pair{o.json, "the JSON report"}, std::pair{o.profile, "the profile timeline"}}) {
-    if (path.empty()) continue;
-    if (auto bad = unusable_output(path, what, true)) {
-      print_error(*bad);
-      return kExitUsage;
-    }
+  if (auto bad = refused_outputs(
+          {{"--json", o.json, "the JSON report"}, {"--profile", o.profile, "the profile timeline"}},
+          {{"the trace", o.trace}})) {
+    print_error(*bad);
+    return kExitUsage;
   }
   std::expected<replayer::ReplayReport, replayer::ReplayFailure> report;
   std::vector<report::StepTime> times;
   {
-    ProgressObserver observer(global.quiet, !o.profile.empty());
+    ProgressObserver observer(global.quiet, o.profile.has_value());
     report = replayer::replay_trace(o.trace, options, runtime::default_registry(), &observer);
     times = observer.take_times();
   }
@@ -135,6 +143,7 @@ int run_replay(const ReplayCommandOptions& o, const GlobalOptions& global) {
     }
     return kExitUsage;
   }
+  quote_reproduce_lines(*report);
   const auto& r = *report;
   // A recovered trace: say so (even with --quiet: it qualifies the verdict), and what replay had to
   // leave out. Each note names the file.
@@ -181,9 +190,9 @@ int run_replay(const ReplayCommandOptions& o, const GlobalOptions& global) {
              notes.empty() ? "" : fmt::format(" ({})", fmt::join(notes, "; ")));
   std::fflush(stdout);
   // Written last, so that a bad --json path loses none of the verdict printed above.
-  if (!o.json.empty() && !write_json_report(o.json, r.to_json())) return kExitUsage;
-  if (!o.profile.empty() &&
-      write_timeline_file(o.trace, o.profile, std::move(times), global.quiet) != kExitOk) {
+  if (o.json && !write_json_report(*o.json, r.to_json())) return kExitUsage;
+  if (o.profile &&
+      write_timeline_file(o.trace, *o.profile, std::move(times), global.quiet) != kExitOk) {
     return kExitUsage;
   }
   if (o.repeat > 1) {

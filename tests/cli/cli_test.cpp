@@ -1,39 +1,17 @@
 // Smoke tests of the `vtrace` executable: real output content and documented exit codes.
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
-#include <sys/wait.h>
 
-#include <cstdio>
+#include <catch2/catch.hpp>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "run_vtrace.h"
 #include "trace_fixtures.h"
 
 namespace {
-
-struct Run {
-  int code = -1;
-  std::string output;  // stdout and stderr
-};
-
-Run run_vtrace(const std::string& arguments) {
-  const std::string command = fmt::format("{} {} 2>&1", VTRACE_CLI_PATH, arguments);
-  Run run;
-  std::FILE* pipe = ::popen(command.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  char buffer[4096];
-  std::size_t n = 0;
-  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) run.output.append(buffer, n);
-  const int status = ::pclose(pipe);
-  run.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return run;
-}
-
-std::string golden(const char* name) {
-  return fmt::format("{}/traces/{}.vtrace", VTRACE_SOURCE_DIR, name);
-}
-
+using vtrace::test::golden;
+using vtrace::test::run_vtrace;
 }  // namespace
 
 TEST_CASE("vtrace record then replay of the tiny workload matches and exits 0", "[cli]") {

@@ -1,0 +1,142 @@
+// vtrace help [SUBCOMMAND], vtrace --version, and what the top level says when the command line
+// names no known subcommand or CLI11 refuses it (docs/CLI.md, "Exit codes" and the error rules).
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cctype>
+#include <iterator>
+#include <vector>
+
+#include "cli_support.h"
+#include "commands.h"
+#include "vtrace/schema/format.h"
+
+#ifndef VTRACE_VERSION
+#error "VTRACE_VERSION (the project() VERSION) is defined by cli/CMakeLists.txt"
+#endif
+
+namespace vtrace::cli {
+
+namespace {
+
+// The optimal string alignment distance: insertions, deletions, substitutions and transpositions
+// of neighbours, one edit each ("replya" is 1 from "replay").
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  // d[i][j]: the distance between a's first i and b's first j characters.
+  std::vector<std::vector<std::size_t>> d(a.size() + 1, std::vector<std::size_t>(b.size() + 1));
+  for (std::size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (std::size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t substitution = a[i - 1] == b[j - 1] ? 0 : 1;
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + substitution});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+      }
+    }
+  }
+  return d[a.size()][b.size()];
+}
+
+std::vector<std::string> subcommand_names(const CLI::App& app) {
+  std::vector<std::string> names;
+  for (const CLI::App* sub : app.get_subcommands({})) names.push_back(sub->get_name());
+  return names;
+}
+
+const CLI::App* find_subcommand(const CLI::App& app, std::string_view name) {
+  for (const CLI::App* sub : app.get_subcommands({})) {
+    if (sub->get_name() == name) return sub;
+  }
+  return nullptr;
+}
+
+// The known name a mistyped `word` most likely meant: the nearest within 2 edits, else the only
+// name `word` begins; nullopt when none is that close.
+std::optional<std::string> nearest_name(std::string_view word,
+                                        const std::vector<std::string>& names) {
+  std::optional<std::string> best;
+  std::size_t best_distance = 3;
+  for (const auto& name : names) {
+    const std::size_t d = edit_distance(word, name);
+    if (d < best_distance && d < word.size()) {
+      best = name;
+      best_distance = d;
+    }
+  }
+  if (best || word.size() < 2) return best;
+  std::vector<std::string> prefixed;
+  std::copy_if(names.begin(), names.end(), std::back_inserter(prefixed),
+               [&](const std::string& name) { return name.starts_with(word); });
+  if (prefixed.size() == 1) return prefixed.front();
+  return std::nullopt;
+}
+
+std::string unknown_subcommand_message(const CLI::App& app, std::string_view word) {
+  const auto names = subcommand_names(app);
+  if (const auto nearest = nearest_name(word, names)) {
+    return fmt::format("unknown subcommand `{}`; did you mean `{}`?", word, *nearest);
+  }
+  return fmt::format("unknown subcommand `{}`; the subcommands are {}", word,
+                     fmt::join(names, ", "));
+}
+
+int run_help(const CLI::App& app, const std::string& subcommand) {
+  if (subcommand.empty()) {
+    fmt::print("{}", app.help());
+    return kExitOk;
+  }
+  const CLI::App* sub = find_subcommand(app, subcommand);
+  if (sub == nullptr) {
+    print_error(unknown_subcommand_message(app, subcommand));
+    return kExitUsage;
+  }
+  fmt::print("{}", sub->help(app.get_name()));
+  return kExitOk;
+}
+
+}  // namespace
+
+std::string version_text() {
+  return fmt::format("vtrace {} (writes trace format {}.{})", VTRACE_VERSION, schema::kFormatMajor,
+                     schema::kFormatMinor);
+}
+
+std::optional<int> run_before_parse(const CLI::App& app, int argc, const char* const* argv) {
+  // The global options are flags, so the first word that is no option names the subcommand, and
+  // the next one after `help` the subcommand to describe.
+  std::vector<std::string_view> words;
+  for (int i = 1; i < argc && words.size() < 2; ++i) {
+    const std::string_view word = argv[i];
+    if (!word.starts_with('-')) words.emplace_back(word);
+  }
+  if (words.empty()) return std::nullopt;
+  if (words.front() == "help") {
+    return run_help(app, words.size() > 1 ? std::string(words[1]) : std::string());
+  }
+  if (find_subcommand(app, words.front()) != nullptr) return std::nullopt;
+  print_error(unknown_subcommand_message(app, words.front()));
+  return kExitUsage;
+}
+
+std::string usage_failure_message(const CLI::App* app, const CLI::Error& error) {
+  std::string what = error.what();
+  // CLI11's sentences start with a capital ("The following argument was not expected", "A
+  // subcommand is required"); ours do not.
+  if (what.size() > 1 && std::isupper(static_cast<unsigned char>(what[0])) &&
+      (what[1] == ' ' || std::islower(static_cast<unsigned char>(what[1])))) {
+    what[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(what[0])));
+  }
+  const auto parsed = app->get_subcommands();
+  const std::string help =
+      parsed.empty() ? "vtrace help" : fmt::format("vtrace help {}", parsed.front()->get_name());
+  return fmt::format("vtrace: {}; see `{}`\n", what, help);
+}
+
+void add_help_command(CLI::App& app) {
+  app.add_subcommand("help",
+                     "Print this overview, or with SUBCOMMAND its options: help [SUBCOMMAND]");
+}
+
+}  // namespace vtrace::cli

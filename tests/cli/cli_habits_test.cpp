@@ -1,0 +1,252 @@
+// The `vtrace` command line as people type it: what a new user tried, and what it must do, one
+// TEST_CASE per habit (cli_test.cpp has every subcommand's own output and exit codes).
+#include <fmt/format.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "run_vtrace.h"
+#include "trace_fixtures.h"
+#include "vtrace/runtime/safetensors.h"
+#include "vtrace/schema/format.h"
+
+namespace {
+
+using vtrace::test::golden;
+using vtrace::test::run_shell;
+using vtrace::test::run_vtrace;
+namespace fs = std::filesystem;
+
+std::string read_bytes(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// `output` is one sentence on stderr starting `vtrace: `.
+bool one_error_line(const std::string& output) {
+  return output.starts_with("vtrace: ") && output.find('\n') == output.size() - 1;
+}
+
+}  // namespace
+
+TEST_CASE("an output that is the same file as an input is refused before anything runs",
+          "[cli][habits]") {
+  vtrace::test::ScratchDir dir("habits-same-file");
+  const auto trace = (dir / "same.vtrace").string();
+  fs::copy_file(golden("tiny"), trace);
+  const std::string original = read_bytes(trace);
+  fs::create_hard_link(trace, dir / "linked.vtrace");
+  fs::create_symlink(trace, dir / "symlinked.vtrace");
+  const auto repro = (dir / "repro.vtrace").string();
+  // The same file however it is spelled: as given, through `.` and `..`, a hard link, a symlink.
+  const std::vector<std::string> spellings = {
+      trace, (dir / "." / "same.vtrace").string(),
+      (dir / ".." / fs::path(trace).parent_path().filename() / "same.vtrace").string(),
+      (dir / "linked.vtrace").string(), (dir / "symlinked.vtrace").string()};
+  for (const auto& same : spellings) {
+    INFO(same);
+    for (const auto& command : {
+             fmt::format("replay {} --json {}", trace, same),
+             fmt::format("compare {} --runtimes reference,cpu --json {}", trace, same),
+             fmt::format("diff {} {} --json {}", golden("tiny-v1.2"), trace, same),
+             fmt::format("diff {} {} --json {}", trace, golden("tiny-v1.2"), same),
+             fmt::format("extract {} --event 12 -o {}", trace, same),
+             fmt::format("extract {} --event 12 -o {} --json {}", trace, repro, same),
+         }) {
+      INFO(command);
+      auto run = run_vtrace(command);
+      INFO(run.output);
+      CHECK(run.code == 2);
+      CHECK(one_error_line(run.output));
+      CHECK_THAT(run.output, Catch::Contains(" is the same file as "));
+      CHECK_THAT(run.output, Catch::Contains(same));
+      CHECK_THAT(run.output, Catch::Contains(trace));
+      CHECK(read_bytes(trace) == original);
+      CHECK_FALSE(fs::exists(repro));
+      CHECK_FALSE(fs::exists(repro + ".partial"));
+    }
+  }
+  // Two outputs of one command that do not exist yet: compared by path.
+  for (const auto& json : {repro, (dir / "." / "repro.vtrace").string(), repro + ".partial"}) {
+    auto both =
+        run_vtrace(fmt::format("extract {} --event 12 -o {} --json {}", trace, repro, json));
+    INFO(both.output);
+    CHECK(both.code == 2);
+    CHECK(one_error_line(both.output));
+    CHECK_THAT(both.output, Catch::Contains(fmt::format("-o {}", repro)));
+    CHECK_THAT(both.output, Catch::Contains(fmt::format("--json {}", json)));
+    CHECK_FALSE(fs::exists(repro));
+  }
+
+  // record: the weights it reads, as the trace or as the trace's .partial.
+  const auto weights = (dir / "w.safetensors").string();
+  std::ofstream(weights) << "not looked at before the refusal";
+  const std::string weight_bytes = read_bytes(weights);
+  for (const auto& output : {weights, (dir / "." / "w.safetensors").string()}) {
+    auto record = run_vtrace(fmt::format("record -w decode --weights {} -o {}", weights, output));
+    INFO(record.output);
+    CHECK(record.code == 2);
+    CHECK(one_error_line(record.output));
+    CHECK_THAT(record.output, Catch::Contains(fmt::format("-o {} is the same file as --weights {}",
+                                                          output, weights)));
+    CHECK(read_bytes(weights) == weight_bytes);
+  }
+  const auto partial_weights = (dir / "t.vtrace.partial").string();
+  fs::copy_file(weights, partial_weights);
+  auto partial = run_vtrace(fmt::format("record -w decode --weights {} -o {}", partial_weights,
+                                        (dir / "t.vtrace").string()));
+  INFO(partial.output);
+  CHECK(partial.code == 2);
+  CHECK_THAT(partial.output, Catch::Contains("(written as "));
+  CHECK_THAT(partial.output, Catch::Contains(fmt::format("--weights {}", partial_weights)));
+  CHECK(read_bytes(partial_weights) == weight_bytes);
+  CHECK_FALSE(fs::exists(dir / "t.vtrace"));
+
+  // Another file still works.
+  CHECK(run_vtrace(fmt::format("replay {} --json {}", trace, (dir / "r.json").string())).code == 0);
+}
+
+namespace {
+
+// The command after `label` on the first line that has it ("reproduce: vtrace replay ...").
+std::string line_after(const std::string& output, const std::string& label) {
+  const auto at = output.find(label);
+  REQUIRE(at != std::string::npos);
+  const auto begin = at + label.size();
+  return output.substr(begin, output.find('\n', begin) - begin);
+}
+
+// Runs `line` (it starts `vtrace `) in `sh -c`, with the vtrace under test first on PATH.
+vtrace::test::Run run_line(const std::string& line) {
+  REQUIRE(line.starts_with("vtrace "));
+  const auto bin = fs::path(VTRACE_CLI_PATH).parent_path().string();
+  return run_shell(fmt::format("export PATH=\"{}:$PATH\"; {}", bin, line));
+}
+
+}  // namespace
+
+TEST_CASE("every reproduce line runs in a shell even for a path with a space", "[cli][habits]") {
+  vtrace::test::ScratchDir dir("habits-reproduce");
+  fs::create_directories(dir / "with space");
+  const auto recorded = dir / "with space" / "decode.vtrace";
+  vtrace::test::record_workload(vtrace::test::small_decode_spec(), recorded);
+  const auto altered = (dir / "with space" / "it's altered.vtrace").string();
+  const auto changed = vtrace::test::rewrite_with_altered_readback(
+      recorded, altered, [](std::uint16_t v) { return static_cast<std::uint16_t>(v ^ 0x0400); });
+  const auto json = (dir / "with space" / "report.json").string();
+
+  // replay: the text line and the JSON report's.
+  auto replay = run_vtrace(fmt::format("replay \"{}\" --json \"{}\"", altered, json));
+  INFO(replay.output);
+  REQUIRE(replay.code == 1);
+  const std::string text_line = line_after(replay.output, "reproduce: ");
+  std::ifstream in(json);
+  const auto report = nlohmann::json::parse(in);
+  const std::string json_line = report["first_mismatch"]["reproduce"].get<std::string>();
+  CHECK(json_line == text_line);
+  for (const auto& line : {text_line, json_line}) {
+    INFO(line);
+    auto again = run_line(line);
+    INFO(again.output);
+    CHECK(again.code == 1);
+    CHECK_THAT(again.output, Catch::Contains(fmt::format("MISMATCH at event {}:", changed.event)));
+    CHECK_THAT(again.output, Catch::Contains("verdict: mismatch (1 mismatches)"));
+  }
+
+  // compare: a drift names its first divergent command and how to see it again.
+  const auto longer = (dir / "with space" / "long.vtrace").string();
+  REQUIRE(run_vtrace(fmt::format("record --workload decode --hidden 48 --ffn 1024 --layers 2 "
+                                 "--steps 2 -o \"{}\"",
+                                 longer))
+              .code == 0);
+  auto compare =
+      run_vtrace(fmt::format("compare \"{}\" --runtimes reference,cpu-splitk --deep", longer));
+  INFO(compare.output);
+  REQUIRE(compare.code == 1);
+  const auto compare_line = line_after(compare.output, "reproduce: ");
+  INFO(compare_line);
+  auto compared = run_line(compare_line);
+  CHECK(compared.code == 1);
+  CHECK(compared.output == compare.output);
+
+  // diff: the same.
+  auto diff = run_vtrace(fmt::format("diff \"{}\" \"{}\"", altered, recorded.string()));
+  INFO(diff.output);
+  REQUIRE(diff.code == 1);
+  const auto diff_line = line_after(diff.output, "reproduce: ");
+  INFO(diff_line);
+  auto diffed = run_line(diff_line);
+  CHECK(diffed.code == 1);
+  CHECK(diffed.output == diff.output);
+}
+
+TEST_CASE("vtrace names an unknown subcommand and the nearest one and has help and --version",
+          "[cli][habits]") {
+  auto typo = run_vtrace("replya");
+  CHECK(typo.code == 2);
+  CHECK(typo.output == "vtrace: unknown subcommand `replya`; did you mean `replay`?\n");
+  for (const auto& [word, meant] :
+       {std::pair{"lst-runtimes", "list-runtimes"}, std::pair{"recrod", "record"},
+        std::pair{"dum", "dump"}, std::pair{"extr", "extract"},
+        std::pair{"--quiet comapre", "compare"}}) {
+    INFO(word);
+    auto run = run_vtrace(word);
+    CHECK(run.code == 2);
+    CHECK_THAT(run.output, Catch::Contains(fmt::format("did you mean `{}`?", meant)));
+  }
+  auto unknown = run_vtrace("frobnicate");
+  INFO(unknown.output);
+  CHECK(unknown.code == 2);
+  CHECK(one_error_line(unknown.output));
+  CHECK_THAT(unknown.output, Catch::StartsWith("vtrace: unknown subcommand `frobnicate`; the "
+                                               "subcommands are record, replay, compare"));
+
+  auto version = run_vtrace("--version");
+  CHECK(version.code == 0);
+  CHECK(version.output == fmt::format("vtrace {} (writes trace format {}.{})\n", VTRACE_VERSION,
+                                      vtrace::schema::kFormatMajor, vtrace::schema::kFormatMinor));
+
+  auto overview = run_vtrace("help");
+  CHECK(overview.code == 0);
+  CHECK(overview.output == run_vtrace("--help").output);
+  for (const char* sub : {"record", "replay", "list-runtimes", "help", "--version"}) {
+    CHECK_THAT(overview.output, Catch::Contains(sub));
+  }
+  for (const char* sub : {"replay", "dump", "record"}) {
+    INFO(sub);
+    auto help = run_vtrace(fmt::format("help {}", sub));
+    CHECK(help.code == 0);
+    CHECK_THAT(help.output, Catch::Contains(fmt::format("Usage: vtrace {} ", sub)));
+    CHECK(help.output == run_vtrace(fmt::format("{} --help", sub)).output);
+  }
+  auto help_typo = run_vtrace("help replya");
+  CHECK(help_typo.code == 2);
+  CHECK(help_typo.output == "vtrace: unknown subcommand `replya`; did you mean `replay`?\n");
+}
+
+TEST_CASE("CLI11 refusals are one line with the vtrace prefix and exit 2", "[cli][habits]") {
+  vtrace::test::ScratchDir dir("habits-cli11");
+  const auto out = (dir / "x.vtrace").string();
+  for (const auto& [arguments, says] : {
+           std::pair{fmt::format("replay {} --bogus", golden("tiny")), std::string("--bogus")},
+           std::pair{std::string("record -w tiny"), std::string("--output is required")},
+           std::pair{fmt::format("record -w tiny --level 30 -o {}", out), std::string("--level")},
+           std::pair{fmt::format("record -w tiny --seed abc -o {}", out), std::string("abc")},
+           std::pair{fmt::format("record -w decode --steps -1 -o {}", out), std::string("--steps")},
+           std::pair{std::string("replay"), std::string("trace is required")},
+           std::pair{std::string(""), std::string("a subcommand is required")},
+       }) {
+    INFO(arguments);
+    auto run = run_vtrace(arguments);
+    INFO(run.output);
+    CHECK(run.code == 2);
+    CHECK(one_error_line(run.output));
+    CHECK_THAT(run.output, Catch::Contains(says));
+    CHECK_THAT(run.output, Catch::Contains("; see `vtrace help"));
+    CHECK_FALSE(fs::exists(out));
+  }
+}
