@@ -21,7 +21,7 @@ int run_export(const ExportCommandOptions& o, const GlobalOptions& global) {
         fmt::format("--format `{}` is not a timeline format this build writes (chrome)", o.format));
     return kExitUsage;
   }
-  if (auto bad = unusable_output(o.output, "the timeline", true)) {
+  if (auto bad = refused_outputs({{"-o", o.output, "the timeline"}}, {{"the trace", o.trace}})) {
     print_error(*bad);
     return kExitUsage;
   }

@@ -626,4 +626,16 @@ TEST_CASE(
   CHECK(run_vtrace(fmt::format("compare {} --runtimes reference,cpu --html {}", golden("tiny"),
                                (dir / "none" / "r.html").string()))
             .code == 2);
+  // None of them writes over the trace it reads.
+  const auto copy = (dir / "copy.vtrace").string();
+  std::filesystem::copy_file(golden("tiny"), copy);
+  const auto size = std::filesystem::file_size(copy);
+  for (const auto& line : {fmt::format("export {0} -o {0}", copy),
+                           fmt::format("replay {0} --profile {0}", copy),
+                           fmt::format("compare {0} --runtimes reference,cpu --html {0}", copy),
+                           fmt::format("diff {0} {1} --html {0}", copy, golden("tiny"))}) {
+    INFO(line);
+    CHECK(run_vtrace(line).code == 2);
+    CHECK(std::filesystem::file_size(copy) == size);
+  }
 }
