@@ -66,6 +66,14 @@ int run_dump(const DumpOptions& o) {
     print_error(printer.error());
     return kExitUsage;
   }
+  if (!o.events.empty()) {
+    auto fitted = fit_event_range(range, "--events", o.events, o.trace, (*reader)->event_count());
+    if (!fitted) {
+      print_error(fitted.error());
+      return kExitUsage;
+    }
+    range = *fitted;
+  }
   const std::uint64_t end = std::min(range.end, (*reader)->event_count());
   std::optional<std::string> failure;
   auto visited = (*reader)->visit_events(

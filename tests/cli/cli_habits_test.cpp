@@ -239,6 +239,8 @@ TEST_CASE("CLI11 refusals are one line with the vtrace prefix and exit 2", "[cli
            std::pair{fmt::format("record -w decode --seed -1 -o {}", out),
                      std::string("--seed: -1 is negative (expected 0 or more)")},
            std::pair{fmt::format("record -w decode --steps -1 -o {}", out), std::string("--steps")},
+           std::pair{fmt::format("extract {} --event -1 -o {}", golden("tiny"), out),
+                     std::string("--event: -1 is negative")},
            std::pair{std::string("replay"), std::string("trace is required")},
            std::pair{std::string(""), std::string("a subcommand is required")},
        }) {
@@ -334,4 +336,44 @@ TEST_CASE(
   CHECK(run_vtrace(
             fmt::format("record -w contract --seed 3 --steps 0 -o {}", (dir / "c.vtrace").string()))
             .code == 0);
+}
+
+TEST_CASE(
+    "dump and replay and extract refuse an event range that starts past the last event "
+    "and cut one that ends past it",
+    "[cli][habits]") {
+  vtrace::test::ScratchDir dir("habits-ranges");
+  const auto tiny = golden("tiny");  // 30 events
+  const auto repro = (dir / "repro.vtrace").string();
+  for (const auto& [command, option] : {
+           std::pair{"dump {} --events {}", "--events"},
+           std::pair{"replay {} --events {}", "--events"},
+           std::pair{"extract {} --events {} -o {}", "--events"},
+           std::pair{"extract {} --event {} -o {}", "--event"},
+       }) {
+    for (const char* range : {"30:40", "30", "100:"}) {
+      if (std::string(option) == "--event" && std::string(range).find(':') != std::string::npos) {
+        continue;
+      }
+      const auto arguments = fmt::format(fmt::runtime(command), tiny, range, repro);
+      INFO(arguments);
+      auto run = run_vtrace(arguments);
+      INFO(run.output);
+      CHECK(run.code == 2);
+      CHECK(one_error_line(run.output));
+      CHECK_THAT(run.output,
+                 Catch::Contains(fmt::format("{} {} starts past the last event: {} has 30 "
+                                             "events (0 to 29)",
+                                             option, range, tiny)));
+      CHECK_FALSE(fs::exists(repro));
+    }
+  }
+  auto dumped = run_vtrace(fmt::format("dump {} --events 28:100", tiny));
+  CHECK(dumped.code == 0);
+  CHECK(dumped.output.starts_with("#28 "));
+  CHECK_THAT(dumped.output, Catch::Contains("\n#29 "));
+  auto replayed = run_vtrace(fmt::format("replay {} --events 28:100", tiny));
+  INFO(replayed.output);
+  CHECK(replayed.code == 0);
+  CHECK_THAT(replayed.output, Catch::Contains("events 28..30 checked (30 executed)"));
 }
