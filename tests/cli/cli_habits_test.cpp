@@ -241,6 +241,8 @@ TEST_CASE("CLI11 refusals are one line with the vtrace prefix and exit 2", "[cli
            std::pair{fmt::format("record -w decode --steps -1 -o {}", out), std::string("--steps")},
            std::pair{fmt::format("extract {} --event -1 -o {}", golden("tiny"), out),
                      std::string("--event: -1 is negative")},
+           std::pair{fmt::format("dump {} --payload-bytes -1", golden("tiny")),
+                     std::string("--payload-bytes: -1 is negative")},
            std::pair{std::string("replay"), std::string("trace is required")},
            std::pair{std::string(""), std::string("a subcommand is required")},
        }) {
@@ -376,4 +378,48 @@ TEST_CASE(
   INFO(replayed.output);
   CHECK(replayed.code == 0);
   CHECK_THAT(replayed.output, Catch::Contains("events 28..30 checked (30 executed)"));
+}
+
+TEST_CASE(
+    "dump --json gives each payload id in hex beside its numbers and --payload-bytes cuts payloads",
+    "[cli][habits]") {
+  auto run = run_vtrace(fmt::format("dump --json --payloads {}", golden("tiny")));
+  REQUIRE(run.code == 0);
+  std::istringstream lines(run.output);
+  std::string line;
+  std::size_t ids = 0;
+  while (std::getline(lines, line)) {
+    const auto event = nlohmann::json::parse(line);
+    const auto& body = event["fields"]["body"];
+    if (!body.contains("payload")) continue;
+    const auto& id = body["payload"];
+    INFO(id.dump());
+    REQUIRE(id.contains("hex"));
+    const vtrace::schema::BlobId blob{id["low"].get<std::uint64_t>(),
+                                      id["high"].get<std::uint64_t>()};
+    CHECK(id["hex"] == blob.hex());
+    if (id["low"] == 0 && id["high"] == 0) continue;  // no payload (a failed readback)
+    CHECK(event["payloads"].contains(blob.hex()));    // the join
+    CHECK(event["payload_sizes"][blob.hex()].get<std::uint64_t>() * 2 ==
+          event["payloads"][blob.hex()].get<std::string>().size());
+    ++ids;
+  }
+  CHECK(ids >= 3);  // the weights, the input, the readback
+
+  auto cut = run_vtrace(fmt::format("dump --json --payload-bytes 2 {}", golden("tiny")));
+  REQUIRE(cut.code == 0);
+  std::istringstream cut_lines(cut.output);
+  std::size_t shortened = 0;
+  while (std::getline(cut_lines, line)) {
+    const auto event = nlohmann::json::parse(line);
+    REQUIRE(event.contains("payloads"));  // --payload-bytes implies --payloads
+    for (const auto& [hex, bytes] : event["payloads"].items()) {
+      CHECK(bytes.get<std::string>().size() <= 4);
+      if (event["payload_sizes"][hex].get<std::uint64_t>() > 2) ++shortened;
+    }
+  }
+  CHECK(shortened >= 3);
+  auto text = run_vtrace(fmt::format("dump --payload-bytes 2 {} --events 0:30", golden("tiny")));
+  REQUIRE(text.code == 0);
+  CHECK_THAT(text.output, Catch::Contains(" (8 bytes, the first 2 shown) "));
 }
