@@ -14,6 +14,8 @@
 #include <optional>
 #include <vector>
 
+#include "vtrace/schema/trace_reader.h"
+
 namespace vtrace::cli {
 
 namespace {
@@ -51,6 +53,27 @@ std::expected<EventRange, std::string> parse_event_range(std::string_view text) 
     return std::unexpected(fmt::format("event range `{}` is empty (B must be greater than A)", text));
   }
   return range;
+}
+
+std::expected<EventRange, std::string> fit_event_range(EventRange range, std::string_view option,
+                                                       std::string_view text,
+                                                       std::string_view trace,
+                                                       std::uint64_t event_count) {
+  if (range.first >= event_count) {
+    return std::unexpected(fmt::format(
+        "{} {} starts past the last event: {} has {} events{}", option, text, trace, event_count,
+        event_count == 0 ? "" : fmt::format(" (0 to {})", event_count - 1)));
+  }
+  range.end = std::min(range.end, event_count);
+  return range;
+}
+
+std::expected<EventRange, std::string> fit_event_range(EventRange range, std::string_view option,
+                                                       std::string_view text,
+                                                       const std::string& trace) {
+  auto reader = schema::TraceReader::open(trace);
+  if (!reader) return std::unexpected(about_file(trace, reader.error().message));
+  return fit_event_range(range, option, text, trace, (*reader)->event_count());
 }
 
 Progress::Progress(std::string label, bool quiet)

@@ -20,6 +20,19 @@ struct EventRange {
   std::uint64_t end = std::numeric_limits<std::uint64_t>::max();
 };
 std::expected<EventRange, std::string> parse_event_range(std::string_view text);
+// The one rule for a range given as `option` `text` (dump and replay --events, extract --events
+// and --event) on `trace`, which has `event_count` events: a range that starts past the last event
+// is refused ("--events 30:40 starts past the last event: t.vtrace has 30 events (0 to 29)"); one
+// that ends past it is cut there (as `A:` is).
+std::expected<EventRange, std::string> fit_event_range(EventRange range, std::string_view option,
+                                                       std::string_view text,
+                                                       std::string_view trace,
+                                                       std::uint64_t event_count);
+// The same against the events of `trace` as the reader counts them (a recovered trace: those
+// recovered); the reader's sentence naming the file when it cannot be read.
+std::expected<EventRange, std::string> fit_event_range(EventRange range, std::string_view option,
+                                                       std::string_view text,
+                                                       const std::string& trace);
 
 // One-line progress bar on stderr, drawn only when stderr is a terminal and not quiet.
 class Progress {

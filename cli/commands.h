@@ -26,6 +26,16 @@ struct GlobalOptions {
 
 using RunFunction = std::function<int()>;
 
+// For a 64-bit unsigned option: CLI11 reads "-1" as its largest value (strtoull wraps it), so a
+// negative number is refused instead ("--payload-bytes: -1 is negative (expected 0 or more)").
+inline CLI::Validator not_negative() {
+  return CLI::Validator(
+      [](const std::string& value) {
+        return value.starts_with('-') ? value + " is negative (expected 0 or more)" : std::string();
+      },
+      "NONNEGATIVE", "not_negative");
+}
+
 void add_record_command(CLI::App& app, const GlobalOptions& global, RunFunction* run);
 void add_replay_command(CLI::App& app, const GlobalOptions& global, RunFunction* run);
 void add_compare_command(CLI::App& app, const GlobalOptions& global, RunFunction* run);

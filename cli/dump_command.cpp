@@ -1,8 +1,10 @@
-// vtrace dump T [--json] [--events A:B] [--payloads]: every field of every event, the call it
-// records (step_text.h, as replay describes it) and, with --payloads, the blobs it links to
-// (schema::event_links).
+// vtrace dump T [--json] [--events A:B] [--payloads] [--payload-bytes N]: every field of every
+// event, the call it records (step_text.h, as replay describes it) and, with --payloads, the blobs
+// it links to (schema::event_links), each cut to its first N bytes with --payload-bytes.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "cli_support.h"
@@ -23,6 +25,7 @@ struct DumpOptions {
   bool json = false;
   std::string events;
   bool payloads = false;
+  std::optional<std::uint64_t> payload_bytes;  // at most this many bytes of each payload
 };
 
 // The call an event records, as replay describes it (step_text.h); nullopt for an event that is
@@ -61,10 +64,21 @@ int run_dump(const DumpOptions& o) {
     print_error(about_file(o.trace, reader.error().message));
     return kExitUsage;
   }
+  const bool show_payloads = o.payloads || o.payload_bytes.has_value();
+  const std::uint64_t shown_bytes =
+      o.payload_bytes.value_or(std::numeric_limits<std::uint64_t>::max());
   auto printer = EventText::create();
   if (!printer) {
     print_error(printer.error());
     return kExitUsage;
+  }
+  if (!o.events.empty()) {
+    auto fitted = fit_event_range(range, "--events", o.events, o.trace, (*reader)->event_count());
+    if (!fitted) {
+      print_error(fitted.error());
+      return kExitUsage;
+    }
+    range = *fitted;
   }
   const std::uint64_t end = std::min(range.end, (*reader)->event_count());
   std::optional<std::string> failure;
@@ -72,8 +86,11 @@ int run_dump(const DumpOptions& o) {
       std::min(range.first, end), end, [&](std::uint64_t ordinal, std::span<const std::uint8_t> bytes) {
         const fb::Event* event = schema::event_of(bytes);
         const std::string_view kind = schema::event_kind_name(*event);
+        // Each payload id (BlobId::hex) to its bytes in hex, at most --payload-bytes of them,
+        // and to its full length.
         nlohmann::json payloads = nlohmann::json::object();
-        if (o.payloads) {
+        nlohmann::json payload_sizes = nlohmann::json::object();
+        if (show_payloads) {
           for (const auto& id : schema::event_links(*event).payloads) {
             auto blob = (*reader)->blob(id);
             if (!blob) {
@@ -81,7 +98,10 @@ int run_dump(const DumpOptions& o) {
                                                         blob.error().message));
               return false;
             }
-            payloads[id.hex()] = hex(*blob);
+            const std::span<const std::uint8_t> bytes_of(*blob);
+            payloads[id.hex()] =
+                hex(bytes_of.first(std::min<std::uint64_t>(bytes_of.size(), shown_bytes)));
+            payload_sizes[id.hex()] = bytes_of.size();
           }
         }
         if (!schema::event_kind_known(*event)) {
@@ -113,8 +133,11 @@ int run_dump(const DumpOptions& o) {
           nlohmann::json line = {{"event", ordinal},
                                  {"kind", kind},
                                  {"call", call ? nlohmann::json(*call) : nlohmann::json(nullptr)},
-                                 {"fields", nlohmann::json::parse(*body, nullptr, false)}};
-          if (o.payloads) line["payloads"] = payloads;
+                                 {"fields", std::move(*body)}};
+          if (show_payloads) {
+            line["payloads"] = payloads;
+            line["payload_sizes"] = payload_sizes;
+          }
           fmt::print("{}\n", line.dump());
         } else {
           auto body = printer->text(bytes);
@@ -128,7 +151,13 @@ int run_dump(const DumpOptions& o) {
             fmt::print("#{} {} {}\n", ordinal, kind, *body);
           }
           for (const auto& [id, bytes_hex] : payloads.items()) {
-            fmt::print("    payload {} {}\n", id, bytes_hex.get<std::string>());
+            const auto size = payload_sizes[id].get<std::uint64_t>();
+            const auto shown = bytes_hex.get<std::string>();
+            fmt::print("    payload {} ({} bytes{}) {}\n", id, size,
+                       shown.size() / 2 < size
+                           ? fmt::format(", the first {} shown", shown.size() / 2)
+                           : "",
+                       shown);
           }
         }
         return true;
@@ -153,6 +182,10 @@ void add_dump_command(CLI::App& app, const GlobalOptions& /*global*/, RunFunctio
   cmd->add_flag("--json", options->json, "One JSON object per line (keys: docs/CLI.md)");
   cmd->add_option("--events", options->events, "Only events A:B (A:, :B or N also work)");
   cmd->add_flag("--payloads", options->payloads, "Also print the payload bytes in hex");
+  cmd->add_option("--payload-bytes", options->payload_bytes,
+                  "Print at most N bytes of each payload, with its full length (implies "
+                  "--payloads)")
+      ->check(not_negative());
   cmd->callback([options, run]() { *run = [options]() { return run_dump(*options); }; });
 }
 

@@ -3,6 +3,7 @@
 #include <flatbuffers/idl.h>
 
 #include "embedded_schema.h"
+#include "vtrace/schema/format.h"
 
 namespace vtrace::cli {
 
@@ -42,8 +43,50 @@ std::expected<std::string, std::string> render(const flatbuffers::Parser& parser
 }
 }  // namespace
 
-std::expected<std::string, std::string> EventText::json(std::span<const std::uint8_t> event) const {
-  return render(impl_->json, event);
+namespace {
+// Adds `hex` to every BlobRef in `value`, a JSON rendering of a table or struct of type `def`,
+// following the schema: nested tables and structs, vectors of them, and unions (by the
+// identifier in their `<name>_type` field).
+void add_payload_hex(nlohmann::json& value, const flatbuffers::StructDef& def) {
+  if (!value.is_object()) return;
+  if (def.fixed && def.name == "BlobRef") {
+    const schema::BlobId id{value.value("low", std::uint64_t{0}),
+                            value.value("high", std::uint64_t{0})};
+    value["hex"] = id.hex();
+    return;
+  }
+  for (const flatbuffers::FieldDef* field : def.fields.vec) {
+    const auto member = value.find(field->name);
+    if (member == value.end()) continue;
+    const flatbuffers::Type& type = field->value.type;
+    if (type.base_type == flatbuffers::BASE_TYPE_STRUCT && type.struct_def != nullptr) {
+      add_payload_hex(*member, *type.struct_def);
+    } else if (type.base_type == flatbuffers::BASE_TYPE_VECTOR &&
+               type.element == flatbuffers::BASE_TYPE_STRUCT && type.struct_def != nullptr &&
+               member->is_array()) {
+      for (auto& element : *member) add_payload_hex(element, *type.struct_def);
+    } else if (type.base_type == flatbuffers::BASE_TYPE_UNION && type.enum_def != nullptr) {
+      const auto tag = value.find(field->name + "_type");
+      if (tag == value.end() || !tag->is_string()) continue;
+      const flatbuffers::EnumVal* kind = type.enum_def->Lookup(tag->get<std::string>());
+      if (kind != nullptr && kind->union_type.struct_def != nullptr) {
+        add_payload_hex(*member, *kind->union_type.struct_def);
+      }
+    }
+  }
+}
+}  // namespace
+
+std::expected<nlohmann::json, std::string> EventText::json(
+    std::span<const std::uint8_t> event) const {
+  auto text = render(impl_->json, event);
+  if (!text) return std::unexpected(text.error());
+  auto value = nlohmann::json::parse(*text, nullptr, false);
+  if (value.is_discarded()) return std::unexpected("the event's JSON rendering does not parse");
+  if (const auto* root = impl_->json.root_struct_def_; root != nullptr) {
+    add_payload_hex(value, *root);
+  }
+  return value;
 }
 
 std::expected<std::string, std::string> EventText::text(std::span<const std::uint8_t> event) const {

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <expected>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <span>
 #include <string>
 
@@ -17,8 +18,11 @@ class EventText {
   EventText(EventText&&) noexcept;
   ~EventText();
 
-  // Strict JSON of the whole `vtrace.fb.Event` (one line), or the error.
-  std::expected<std::string, std::string> json(std::span<const std::uint8_t> event) const;
+  // The whole `vtrace.fb.Event` as JSON, or the error. Every payload id (a `BlobRef` struct,
+  // wherever the schema puts one) gets a member `hex` beside its `low` and `high`: the 32 hex
+  // digits of BlobId::hex, which JSON tools keep exact (they round integers above 2^53) and which
+  // are the keys of dump's `payloads`.
+  std::expected<nlohmann::json, std::string> json(std::span<const std::uint8_t> event) const;
   // The same, in FlatBuffers' compact text form (unquoted keys), for people.
   std::expected<std::string, std::string> text(std::span<const std::uint8_t> event) const;
 

@@ -46,21 +46,25 @@ int run_extract(const ExtractCommandOptions& o, const GlobalOptions& global) {
     print_error("extract needs exactly one of --event N and --events A:B");
     return kExitUsage;
   }
+  EventRange range;
   if (o.event) {
-    options.first_event = options.last_event = *o.event;
+    range = {*o.event, *o.event + 1};
   } else {
-    auto range = parse_event_range(o.events);
-    if (!range) {
-      print_error("--events: " + range.error());
+    auto parsed = parse_event_range(o.events);
+    if (!parsed) {
+      print_error("--events: " + parsed.error());
       return kExitUsage;
     }
-    if (range->end <= range->first) {
-      print_error(fmt::format("--events `{}` holds no event", o.events));
-      return kExitUsage;
-    }
-    options.first_event = range->first;
-    options.last_event = range->end - 1;  // A:B is events A to B-1, as for dump
+    range = *parsed;
   }
+  auto fitted = fit_event_range(range, o.event ? "--event" : "--events",
+                                o.event ? std::to_string(*o.event) : o.events, o.trace);
+  if (!fitted) {
+    print_error(fitted.error());
+    return kExitUsage;
+  }
+  options.first_event = fitted->first;
+  options.last_event = fitted->end - 1;  // A:B is events A to B-1, as for dump
   if (o.level < 1 || o.level > 19) {
     print_error(fmt::format("--level {} is not a zstd level from 1 to 19", o.level));
     return kExitUsage;
@@ -105,7 +109,8 @@ void add_extract_command(CLI::App& app, const GlobalOptions& global, RunFunction
       "extract", "Write a standalone minimal trace that reproduces one command or a window");
   cmd->add_option("trace", options->trace, "The .vtrace file")->required();
   cmd->add_option("--event", options->event,
-                  "The encode event of the command (compare --deep names it)");
+                  "The encode event of the command (compare --deep names it)")
+      ->check(not_negative());
   cmd->add_option("--events", options->events,
                   "Every command from the first encoded in A:B to the last (events A to B-1)");
   cmd->add_option("-o,--output", options->output, "The repro trace to write")->required();

@@ -1,6 +1,7 @@
 // vtrace record --workload W [--runtime R] [--seed S] [--steps N] [--level L] -o out.vtrace
 //               [--threads N] [--isa NAME] [--device-memory SIZE]
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <filesystem>
 #include <optional>
@@ -28,13 +29,32 @@ struct RecordOptions {
   std::uint32_t ffn = workloads::DecodeOptions{}.ffn;
   std::uint32_t layers = workloads::DecodeOptions{}.layers;
   std::uint32_t participants = workloads::DecodeOptions{}.participants;
-  std::string weights;
+  std::optional<std::string> weights;
   RuntimeFlags runtime_flags;
 };
 
-int run_record(const RecordOptions& o, const GlobalOptions& global) {
-  if (auto bad =
-          refused_outputs({{"-o", o.output, "the trace", true}}, {{"--weights", o.weights}})) {
+// The workload options given on the command line that `kind` does not read (workload_takes):
+// "workload `tiny` does not take --steps (it takes no workload options)", or nullopt.
+std::optional<std::string> untaken_option(const CLI::App& cmd, workloads::WorkloadKind kind) {
+  std::vector<std::string> taken;
+  std::optional<std::string> given;
+  for (const auto parameter : workloads::all_workload_parameters()) {
+    const auto option = fmt::format("--{}", workloads::workload_parameter_name(parameter));
+    if (workloads::workload_takes(kind, parameter)) {
+      taken.push_back(option);
+    } else if (!given && cmd.count(option) > 0) {
+      given = option;
+    }
+  }
+  if (!given) return std::nullopt;
+  return fmt::format(
+      "workload `{}` does not take {} (it takes {})", workloads::workload_name(kind), *given,
+      taken.empty() ? "no workload options" : fmt::format("{}", fmt::join(taken, ", ")));
+}
+
+int run_record(const RecordOptions& o, const CLI::App& cmd, const GlobalOptions& global) {
+  if (auto bad = refused_outputs({{"-o", o.output, "the trace", true}},
+                                 {{"--weights", o.weights.value_or("")}})) {
     print_error(*bad);
     return kExitUsage;
   }
@@ -43,13 +63,27 @@ int run_record(const RecordOptions& o, const GlobalOptions& global) {
     print_error(fmt::format("unknown workload `{}` (known: tiny, decode, contract)", o.workload));
     return kExitUsage;
   }
+  if (auto untaken = untaken_option(cmd, *kind)) {
+    print_error(*untaken);
+    return kExitUsage;
+  }
+  if (o.weights && o.weights->empty()) {
+    print_error("--weights: an empty path names no safetensors file");
+    return kExitUsage;
+  }
   workloads::WorkloadSpec spec;
   spec.kind = *kind;
   spec.seed = o.seed;
-  spec.decode = {o.hidden, o.ffn, o.layers, o.participants, spec.decode.steps, o.weights};
+  spec.decode = {
+      o.hidden, o.ffn, o.layers, o.participants, spec.decode.steps, o.weights.value_or("")};
   if (o.steps) {
     spec.decode.steps = *o.steps;
     spec.contract.rounds = *o.steps;
+  }
+  // Every value before anything runs: a bad one records nothing.
+  if (auto valid = workloads::validate(spec); !valid) {
+    print_error(fmt::format("{} (nothing was recorded)", valid.error().message));
+    return kExitUsage;
   }
 
   auto open = open_options(o.runtime_flags);
@@ -126,7 +160,9 @@ void add_record_command(CLI::App& app, const GlobalOptions& global, RunFunction*
   cmd->add_option("-w,--workload", options->workload, "tiny, decode or contract")->required();
   cmd->add_option("-r,--runtime", options->runtime, "Registry name of the runtime")
       ->capture_default_str();
-  cmd->add_option("--seed", options->seed, "Seed of every random choice")->capture_default_str();
+  cmd->add_option("--seed", options->seed, "decode, contract: seed of every random choice")
+      ->capture_default_str()
+      ->check(not_negative());
   cmd->add_option("--steps", options->steps, "decode: decode steps; contract: extra random rounds");
   cmd->add_option("--level", options->level, "zstd compression level of the trace (1-19)")
       ->capture_default_str()
@@ -141,8 +177,8 @@ void add_record_command(CLI::App& app, const GlobalOptions& global, RunFunction*
                   "decode: safetensors file to use instead of generated weights");
   add_runtime_flags(*cmd, options->runtime_flags,
                     "the runtime's own: reference 64MiB, cpu and cpu-splitk 4GiB");
-  cmd->callback([options, &global, run]() {
-    *run = [options, &global]() { return run_record(*options, global); };
+  cmd->callback([options, cmd, &global, run]() {
+    *run = [options, cmd, &global]() { return run_record(*options, *cmd, global); };
   });
 }
 

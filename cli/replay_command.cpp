@@ -120,6 +120,11 @@ int run_replay(const ReplayCommandOptions& o, const GlobalOptions& global) {
       print_error("--events: " + range.error());
       return kExitUsage;
     }
+    range = fit_event_range(*range, "--events", o.events, o.trace);
+    if (!range) {
+      print_error(range.error());
+      return kExitUsage;
+    }
     options.replay.first_event = range->first;
     options.replay.end_event = range->end;
   }

@@ -236,7 +236,13 @@ TEST_CASE("CLI11 refusals are one line with the vtrace prefix and exit 2", "[cli
            std::pair{std::string("record -w tiny"), std::string("--output is required")},
            std::pair{fmt::format("record -w tiny --level 30 -o {}", out), std::string("--level")},
            std::pair{fmt::format("record -w tiny --seed abc -o {}", out), std::string("abc")},
+           std::pair{fmt::format("record -w decode --seed -1 -o {}", out),
+                     std::string("--seed: -1 is negative (expected 0 or more)")},
            std::pair{fmt::format("record -w decode --steps -1 -o {}", out), std::string("--steps")},
+           std::pair{fmt::format("extract {} --event -1 -o {}", golden("tiny"), out),
+                     std::string("--event: -1 is negative")},
+           std::pair{fmt::format("dump {} --payload-bytes -1", golden("tiny")),
+                     std::string("--payload-bytes: -1 is negative")},
            std::pair{std::string("replay"), std::string("trace is required")},
            std::pair{std::string(""), std::string("a subcommand is required")},
        }) {
@@ -249,4 +255,171 @@ TEST_CASE("CLI11 refusals are one line with the vtrace prefix and exit 2", "[cli
     CHECK_THAT(run.output, Catch::Contains("; see `vtrace help"));
     CHECK_FALSE(fs::exists(out));
   }
+}
+
+namespace {
+
+// A decode weights file for hidden 8, ffn 16, one layer; `head` false leaves the head out.
+void write_weights(const fs::path& path, bool head) {
+  namespace rt = vtrace::runtime;
+  const auto tensor = [](std::string name, std::uint64_t out, std::uint64_t in) {
+    return rt::TensorToWrite{std::move(name),
+                             rt::ElementType::kF16,
+                             {out, in},
+                             std::vector<std::uint8_t>(out * in * 2, 0)};
+  };
+  std::vector<rt::TensorToWrite> tensors = {tensor("layers.0.up.weight", 16, 8),
+                                            tensor("layers.0.down.weight", 8, 16)};
+  if (head) tensors.push_back(tensor("head.weight", 8, 8));
+  REQUIRE(rt::write_safetensors(path, tensors).has_value());
+}
+
+}  // namespace
+
+TEST_CASE(
+    "record checks every option value before anything runs and refuses options its "
+    "workload does not take",
+    "[cli][habits]") {
+  vtrace::test::ScratchDir dir("habits-record-values");
+  const auto trace = (dir / "t.vtrace").string();
+  write_weights(dir / "headless.safetensors", false);
+  write_weights(dir / "small.safetensors", true);
+  for (const auto& [options, says] : {
+           std::pair{std::string("-w decode --participants 9"),
+                     std::string("decode takes 1 to 8 participants, not 9 (nothing was recorded)")},
+           std::pair{std::string("-w decode --participants 0"), std::string("not 0")},
+           std::pair{std::string("-w decode --hidden 0"),
+                     std::string("decode takes hidden and ffn from 1 to 65536, not hidden 0")},
+           std::pair{std::string("-w decode --ffn 70000"), std::string("ffn 70000")},
+           std::pair{std::string("-w decode --layers 65"), std::string("1 to 64 layers, not 65")},
+           std::pair{std::string("-w decode --steps 0"),
+                     std::string("decode takes at least 1 step, not 0")},
+           std::pair{fmt::format("-w decode --weights {}", (dir / "missing.safetensors").string()),
+                     std::string("decode weights: ")},
+           std::pair{fmt::format("-w decode --hidden 8 --ffn 16 --layers 1 --weights {}",
+                                 (dir / "headless.safetensors").string()),
+                     std::string("head.weight")},
+           std::pair{fmt::format("-w decode --weights {}", (dir / "small.safetensors").string()),
+                     std::string("has shape [16, 8], expected [2048, 512]")},
+           std::pair{std::string("-w decode --weights ''"),
+                     std::string("--weights: an empty path")},
+           std::pair{
+               std::string("-w tiny --steps 3"),
+               std::string("workload `tiny` does not take --steps (it takes no workload options)")},
+           std::pair{std::string("-w tiny --seed 2"), std::string("does not take --seed")},
+           std::pair{fmt::format("-w tiny --weights {}", (dir / "small.safetensors").string()),
+                     std::string("workload `tiny` does not take --weights")},
+           std::pair{std::string("-w contract --hidden 8"),
+                     std::string(
+                         "workload `contract` does not take --hidden (it takes --seed, --steps)")},
+       }) {
+    INFO(options);
+    auto run = run_vtrace(fmt::format("record {} -o {}", options, trace));
+    INFO(run.output);
+    CHECK(run.code == 2);
+    CHECK(one_error_line(run.output));
+    CHECK_THAT(run.output, Catch::Contains(says));
+    CHECK_FALSE(fs::exists(trace));
+    CHECK_FALSE(fs::exists(trace + ".partial"));
+  }
+  // An empty -o is refused at once, not after the workload ran.
+  auto empty = run_shell(
+      fmt::format("cd {} && {} record -w decode -o ''", (dir / "").string(), VTRACE_CLI_PATH));
+  INFO(empty.output);
+  CHECK(empty.code == 2);
+  CHECK(one_error_line(empty.output));
+  CHECK_THAT(empty.output, Catch::Contains("an empty path names no file to write the trace to"));
+  CHECK_FALSE(fs::exists(dir / ".partial"));
+  // What each workload takes still records.
+  CHECK(run_vtrace(fmt::format("record -w decode --hidden 8 --ffn 16 --layers 1 --steps 1 "
+                               "--weights {} -o {}",
+                               (dir / "small.safetensors").string(), trace))
+            .code == 0);
+  CHECK(run_vtrace(
+            fmt::format("record -w contract --seed 3 --steps 0 -o {}", (dir / "c.vtrace").string()))
+            .code == 0);
+}
+
+TEST_CASE(
+    "dump and replay and extract refuse an event range that starts past the last event "
+    "and cut one that ends past it",
+    "[cli][habits]") {
+  vtrace::test::ScratchDir dir("habits-ranges");
+  const auto tiny = golden("tiny");  // 30 events
+  const auto repro = (dir / "repro.vtrace").string();
+  for (const auto& [command, option] : {
+           std::pair{"dump {} --events {}", "--events"},
+           std::pair{"replay {} --events {}", "--events"},
+           std::pair{"extract {} --events {} -o {}", "--events"},
+           std::pair{"extract {} --event {} -o {}", "--event"},
+       }) {
+    for (const char* range : {"30:40", "30", "100:"}) {
+      if (std::string(option) == "--event" && std::string(range).find(':') != std::string::npos) {
+        continue;
+      }
+      const auto arguments = fmt::format(fmt::runtime(command), tiny, range, repro);
+      INFO(arguments);
+      auto run = run_vtrace(arguments);
+      INFO(run.output);
+      CHECK(run.code == 2);
+      CHECK(one_error_line(run.output));
+      CHECK_THAT(run.output,
+                 Catch::Contains(fmt::format("{} {} starts past the last event: {} has 30 "
+                                             "events (0 to 29)",
+                                             option, range, tiny)));
+      CHECK_FALSE(fs::exists(repro));
+    }
+  }
+  auto dumped = run_vtrace(fmt::format("dump {} --events 28:100", tiny));
+  CHECK(dumped.code == 0);
+  CHECK(dumped.output.starts_with("#28 "));
+  CHECK_THAT(dumped.output, Catch::Contains("\n#29 "));
+  auto replayed = run_vtrace(fmt::format("replay {} --events 28:100", tiny));
+  INFO(replayed.output);
+  CHECK(replayed.code == 0);
+  CHECK_THAT(replayed.output, Catch::Contains("events 28..30 checked (30 executed)"));
+}
+
+TEST_CASE(
+    "dump --json gives each payload id in hex beside its numbers and --payload-bytes cuts payloads",
+    "[cli][habits]") {
+  auto run = run_vtrace(fmt::format("dump --json --payloads {}", golden("tiny")));
+  REQUIRE(run.code == 0);
+  std::istringstream lines(run.output);
+  std::string line;
+  std::size_t ids = 0;
+  while (std::getline(lines, line)) {
+    const auto event = nlohmann::json::parse(line);
+    const auto& body = event["fields"]["body"];
+    if (!body.contains("payload")) continue;
+    const auto& id = body["payload"];
+    INFO(id.dump());
+    REQUIRE(id.contains("hex"));
+    const vtrace::schema::BlobId blob{id["low"].get<std::uint64_t>(),
+                                      id["high"].get<std::uint64_t>()};
+    CHECK(id["hex"] == blob.hex());
+    if (id["low"] == 0 && id["high"] == 0) continue;  // no payload (a failed readback)
+    CHECK(event["payloads"].contains(blob.hex()));    // the join
+    CHECK(event["payload_sizes"][blob.hex()].get<std::uint64_t>() * 2 ==
+          event["payloads"][blob.hex()].get<std::string>().size());
+    ++ids;
+  }
+  CHECK(ids >= 3);  // the weights, the input, the readback
+
+  auto cut = run_vtrace(fmt::format("dump --json --payload-bytes 2 {}", golden("tiny")));
+  REQUIRE(cut.code == 0);
+  std::istringstream cut_lines(cut.output);
+  std::size_t shortened = 0;
+  while (std::getline(cut_lines, line)) {
+    const auto event = nlohmann::json::parse(line);
+    REQUIRE(event.contains("payloads"));  // --payload-bytes implies --payloads
+    for (const auto& [hex, bytes] : event["payloads"].items()) {
+      CHECK(bytes.get<std::string>().size() <= 4);
+      if (event["payload_sizes"][hex].get<std::uint64_t>() > 2) ++shortened;
+    }
+  }
+  CHECK(shortened >= 3);
+  auto text = run_vtrace(fmt::format("dump --payload-bytes 2 {} --events 0:30", golden("tiny")));
+  REQUIRE(text.code == 0);
+  CHECK_THAT(text.output, Catch::Contains(" (8 bytes, the first 2 shown) "));
 }

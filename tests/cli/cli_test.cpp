@@ -68,7 +68,7 @@ TEST_CASE("vtrace replay of an unreadable trace exits 2 naming the file", "[cli]
   CHECK(run_vtrace(fmt::format("replay {}", (dir / "absent.vtrace").string())).code == 2);
   CHECK(run_vtrace(fmt::format("replay {} --check fuzzy", golden("tiny"))).code == 2);
   CHECK(run_vtrace(fmt::format("replay {} --events 9:3", golden("tiny"))).code == 2);
-  CHECK(run_vtrace(fmt::format("replay {} --events 0:100000", golden("tiny"))).code == 2);
+  CHECK(run_vtrace(fmt::format("replay {} --events 100000:", golden("tiny"))).code == 2);
   CHECK(run_vtrace("replay").code == 2);
 }
 

@@ -27,42 +27,75 @@ struct Linear {
 
 std::uint64_t f16_bytes(std::uint64_t elements) { return elements * 2; }
 
-WorkloadResult<void> validate(const DecodeOptions& o) {
+// The weight tensors of the shape, in upload order: per layer up then down, then the head.
+std::vector<Linear> weight_tensors(const DecodeOptions& o) {
+  std::vector<Linear> linears;
+  for (std::uint32_t layer = 0; layer < o.layers; ++layer) {
+    linears.push_back({fmt::format("layers.{}.up.weight", layer), o.hidden, o.ffn, nullptr});
+    linears.push_back({fmt::format("layers.{}.down.weight", layer), o.ffn, o.hidden, nullptr});
+  }
+  linears.push_back({"head.weight", o.hidden, o.hidden, nullptr});
+  return linears;
+}
+
+// The tensor of `linear` in `file`: F16 of shape [out][in].
+WorkloadResult<rt::TensorView> weight_of(const rt::SafetensorsFile& file, const Linear& linear) {
+  const std::array<std::uint64_t, 2> shape = {linear.out, linear.in};
+  auto tensor = file.f16_tensor(linear.name, shape);
+  if (!tensor) return std::unexpected(fail("decode weights: " + tensor.error().message));
+  return *tensor;
+}
+
+WorkloadResult<rt::SafetensorsFile> open_weights(const std::filesystem::path& path) {
+  auto file = rt::SafetensorsFile::open(path);
+  if (!file) return std::unexpected(fail("decode weights: " + file.error().message));
+  return std::move(*file);
+}
+
+}  // namespace
+
+WorkloadResult<void> check_decode_shape(const DecodeOptions& o) {
   auto in_range = [](std::uint32_t v, std::uint32_t lo, std::uint32_t hi) {
     return v >= lo && v <= hi;
   };
   if (!in_range(o.hidden, 1, 65536) || !in_range(o.ffn, 1, 65536)) {
     return std::unexpected(fail(fmt::format(
-        "decode needs 1 <= hidden, ffn <= 65536 (got hidden {}, ffn {})", o.hidden, o.ffn)));
+        "decode takes hidden and ffn from 1 to 65536, not hidden {} and ffn {}", o.hidden, o.ffn)));
   }
   if (!in_range(o.layers, 1, 64)) {
-    return std::unexpected(fail(fmt::format("decode needs 1 to 64 layers (got {})", o.layers)));
+    return std::unexpected(fail(fmt::format("decode takes 1 to 64 layers, not {}", o.layers)));
   }
   if (!in_range(o.participants, 1, 8)) {
     return std::unexpected(
-        fail(fmt::format("decode needs 1 to 8 participants (got {})", o.participants)));
+        fail(fmt::format("decode takes 1 to 8 participants, not {}", o.participants)));
   }
-  if (o.steps == 0) return std::unexpected(fail("decode needs at least one step"));
+  if (o.steps == 0) return std::unexpected(fail("decode takes at least 1 step, not 0"));
   return {};
 }
+
+WorkloadResult<void> check_decode_weights(const DecodeOptions& o) {
+  auto file = open_weights(o.weights);
+  if (!file) return std::unexpected(file.error());
+  for (const auto& linear : weight_tensors(o)) {
+    if (auto tensor = weight_of(*file, linear); !tensor) return std::unexpected(tensor.error());
+  }
+  return {};
+}
+
+namespace {
 
 // The seeded weights file: uniform in +-sqrt(3/in) keeps unit variance through each linear.
 WorkloadResult<void> generate_weights(const std::filesystem::path& path, const DecodeOptions& o,
                                       std::uint64_t seed) {
   detail::SplitMix64 rng(seed ^ 0x5745494748545321ull);
   std::vector<rt::TensorToWrite> tensors;
-  auto make = [&](std::string name, std::uint64_t out, std::uint64_t in) {
-    std::vector<float> values(out * in);
-    const float amplitude = std::sqrt(3.0f / static_cast<float>(in));
+  for (const auto& linear : weight_tensors(o)) {
+    std::vector<float> values(linear.out * linear.in);
+    const float amplitude = std::sqrt(3.0f / static_cast<float>(linear.in));
     for (auto& v : values) v = rng.symmetric(amplitude);
     tensors.push_back(
-        {std::move(name), rt::ElementType::kF16, {out, in}, rt::to_f16_bytes(values)});
-  };
-  for (std::uint32_t layer = 0; layer < o.layers; ++layer) {
-    make(fmt::format("layers.{}.up.weight", layer), o.ffn, o.hidden);
-    make(fmt::format("layers.{}.down.weight", layer), o.hidden, o.ffn);
+        {linear.name, rt::ElementType::kF16, {linear.out, linear.in}, rt::to_f16_bytes(values)});
   }
-  make("head.weight", o.hidden, o.hidden);
   if (auto written = rt::write_safetensors(path, tensors); !written) {
     return std::unexpected(fail(written.error().message));
   }
@@ -93,7 +126,7 @@ WorkloadResult<void> check_decode_fits(const DecodeOptions& o, std::uint64_t dev
 
 WorkloadResult<WorkloadReport> run_decode(const WorkloadSpec& spec, rt::DeviceRuntime& runtime) {
   const DecodeOptions& o = spec.decode;
-  if (auto valid = validate(o); !valid) return std::unexpected(valid.error());
+  if (auto valid = check_decode_shape(o); !valid) return std::unexpected(valid.error());
   // Before any weight is generated: a shape the device cannot hold fails now, in one sentence.
   if (auto fits = check_decode_fits(o, runtime.descriptor().total_memory_bytes); !fits) {
     return std::unexpected(fits.error());
@@ -111,8 +144,8 @@ WorkloadResult<WorkloadReport> run_decode(const WorkloadSpec& spec, rt::DeviceRu
       return std::unexpected(generated.error());
     }
   }
-  auto file = rt::SafetensorsFile::open(weights_path);
-  if (!file) return std::unexpected(fail(file.error().message));
+  auto file = open_weights(weights_path);
+  if (!file) return std::unexpected(file.error());
 
   // Participant p holds 1 + p % 2 tokens; its rows start at token_start[p].
   std::vector<std::uint64_t> token_start;
@@ -130,16 +163,10 @@ WorkloadResult<WorkloadReport> run_decode(const WorkloadSpec& spec, rt::DeviceRu
   if (!stream) return std::unexpected(fail("create_stream", stream.error()));
 
   // Static weights: allocate, then zero-then-upload each through the portable path.
-  std::vector<Linear> linears;
-  for (std::uint32_t layer = 0; layer < o.layers; ++layer) {
-    linears.push_back({fmt::format("layers.{}.up.weight", layer), hidden, ffn, nullptr});
-    linears.push_back({fmt::format("layers.{}.down.weight", layer), ffn, hidden, nullptr});
-  }
-  linears.push_back({"head.weight", hidden, hidden, nullptr});
+  std::vector<Linear> linears = weight_tensors(o);
   for (auto& linear : linears) {
-    const std::array<std::uint64_t, 2> shape = {linear.out, linear.in};
-    auto tensor = file->f16_tensor(linear.name, shape);
-    if (!tensor) return std::unexpected(fail(tensor.error().message));
+    auto tensor = weight_of(*file, linear);
+    if (!tensor) return std::unexpected(tensor.error());
     auto buffer = rt::immediate::allocate_buffer(runtime, "weight.decode." + linear.name,
                                                  rt::ElementType::kF16, linear.out * linear.in,
                                                  rt::BufferUsage::kWeights, 64);

@@ -54,6 +54,50 @@ std::vector<WorkloadKind> all_workload_kinds() {
   return kinds;
 }
 
+namespace {
+constexpr std::array<std::pair<WorkloadParameter, std::string_view>, 7> kParameters = {{
+    {WorkloadParameter::kSeed, "seed"},
+    {WorkloadParameter::kSteps, "steps"},
+    {WorkloadParameter::kHidden, "hidden"},
+    {WorkloadParameter::kFfn, "ffn"},
+    {WorkloadParameter::kLayers, "layers"},
+    {WorkloadParameter::kParticipants, "participants"},
+    {WorkloadParameter::kWeights, "weights"},
+}};
+}  // namespace
+
+std::string_view workload_parameter_name(WorkloadParameter parameter) {
+  for (const auto& [p, name] : kParameters) {
+    if (p == parameter) return name;
+  }
+  return "unknown";
+}
+
+std::vector<WorkloadParameter> all_workload_parameters() {
+  std::vector<WorkloadParameter> parameters;
+  for (const auto& entry : kParameters) parameters.push_back(entry.first);
+  return parameters;
+}
+
+bool workload_takes(WorkloadKind kind, WorkloadParameter parameter) {
+  switch (kind) {
+    case WorkloadKind::kTiny:
+      return false;  // the spec's fixed 2x2 example
+    case WorkloadKind::kContract:
+      return parameter == WorkloadParameter::kSeed || parameter == WorkloadParameter::kSteps;
+    case WorkloadKind::kDecode:
+      return true;
+  }
+  return false;
+}
+
+WorkloadResult<void> validate(const WorkloadSpec& spec) {
+  if (spec.kind != WorkloadKind::kDecode) return {};
+  if (auto shape = check_decode_shape(spec.decode); !shape) return shape;
+  if (spec.decode.weights.empty()) return {};
+  return check_decode_weights(spec.decode);
+}
+
 std::string WorkloadSpec::describe() const {
   switch (kind) {
     case WorkloadKind::kTiny:

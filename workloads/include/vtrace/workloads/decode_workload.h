@@ -34,6 +34,14 @@ struct DecodeOptions {
   std::filesystem::path weights;   // empty: generate seeded weights
 };
 
+// Fails, naming the value and its range, unless 1 <= hidden, ffn <= 65536, 1 <= layers <= 64,
+// 1 <= participants <= 8 and steps >= 1. Pure; run_decode checks it before any call.
+WorkloadResult<void> check_decode_shape(const DecodeOptions& options);
+// Fails, naming the file and what is wrong, unless `options.weights` opens as a safetensors file
+// holding every tensor the shape needs as F16 of its shape (extra tensors are ignored). Reads the
+// whole file. run_decode finds the same faults when it loads the weights, after its first calls.
+WorkloadResult<void> check_decode_weights(const DecodeOptions& options);
+
 // Device memory the decode workload admits for `options` (weights plus activations).
 std::uint64_t decode_device_bytes(const DecodeOptions& options);
 // Fails, naming what the shape needs, what the device has and the flag to pass, when the device

@@ -43,6 +43,25 @@ std::vector<WorkloadKind> all_workload_kinds();
 // One sentence describing the workload (for --help and trace metadata).
 std::string_view workload_summary(WorkloadKind kind);
 
+// The parameters of a WorkloadSpec, named as `vtrace record` spells their options (`--steps`).
+// kSteps is decode's steps and contract's rounds; kHidden..kWeights are decode's shape and
+// weights (DecodeOptions).
+enum class WorkloadParameter : std::uint8_t {
+  kSeed,
+  kSteps,
+  kHidden,
+  kFfn,
+  kLayers,
+  kParticipants,
+  kWeights,
+};
+std::string_view workload_parameter_name(WorkloadParameter parameter);  // "seed", "steps", ...
+// All parameters, in a stable order.
+std::vector<WorkloadParameter> all_workload_parameters();
+// Whether workload `kind` reads `parameter`; run_workload ignores the others. tiny reads none,
+// contract kSeed and kSteps, decode all.
+bool workload_takes(WorkloadKind kind, WorkloadParameter parameter);
+
 struct WorkloadSpec {
   WorkloadKind kind = WorkloadKind::kTiny;
   // Seeds every random choice (weights, activations, the contract sequence).
@@ -68,6 +87,13 @@ struct WorkloadReport {
   std::vector<runtime::ErrorKind> error_kinds;  // distinct kinds seen, sorted
   std::optional<runtime::CounterSnapshot> final_counters;
 };
+
+// Fails, in one sentence naming the value and what is accepted, when run_workload would refuse
+// `spec` whatever the runtime: for decode check_decode_shape and, when `weights` is set,
+// check_decode_weights (which reads the file). tiny and contract accept every spec (contract's
+// rounds may be 0: every probe once). What the device can hold is check_decode_fits (it needs
+// the runtime's capacity). Call it before a trace is created, so a bad value records nothing.
+WorkloadResult<void> validate(const WorkloadSpec& spec);
 
 // Runs `spec` on `rt`. `foreign` is a second runtime of the same kind (opened independently, not
 // recorded); the contract workload needs it for foreign streams, fences and buffers and fails
