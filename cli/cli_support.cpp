@@ -202,15 +202,6 @@ std::string partial_note(const std::string& output) {
   return fmt::format("; the events recorded so far are in {}", partial);
 }
 
-std::string shell_command(std::initializer_list<std::string> words) {
-  std::string line;
-  for (const auto& word : words) {
-    if (!line.empty()) line += ' ';
-    line += shell_quote(word);
-  }
-  return line;
-}
-
 std::string human_bytes(std::uint64_t bytes) {
   if (bytes < 1024) return fmt::format("{} B", bytes);
   const double kib = static_cast<double>(bytes) / 1024.0;

@@ -10,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-#include "vtrace/report/shell_quote.h"
+#include "vtrace/replayer/shell_words.h"
 
 namespace vtrace::cli {
 
@@ -93,12 +93,10 @@ std::optional<std::string> refused_outputs(std::initializer_list<OutputFile> out
 // "; the events recorded so far are in OUT.partial" when the writer left one there, else "".
 std::string partial_note(const std::string& output);
 
-// A word as the shell reads it back (vtrace/report/shell_quote.h: one rule for the CLI's lines and
-// the HTML report's).
-using report::shell_quote;
-// A command line as the shell reads it back: the words shell_quote'd, joined by spaces. Every
-// `reproduce:` line is one, so it runs as printed, spaces and quotes in paths included.
-std::string shell_command(std::initializer_list<std::string> words);
+// Every `reproduce:` line is shell words (vtrace/replayer/shell_words.h: one rule for the CLI's
+// lines, the replayer's and the HTML report's).
+using replayer::shell_command;
+using replayer::shell_quote;
 
 // Human-readable byte count: "1.5 MiB".
 std::string human_bytes(std::uint64_t bytes);

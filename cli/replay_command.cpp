@@ -61,16 +61,6 @@ std::expected<bool, int> check_repeat(const ReplayCommandOptions& o, const std::
   return false;
 }
 
-// The replayer's reproduce lines name the trace as a plain string; the report's (its text and its
-// --json) are shell words, so a path with a space or a quote gives a line that runs.
-void quote_reproduce_lines(replayer::ReplayReport& report) {
-  for (auto& m : report.mismatches) {
-    m.reproduce = shell_command({"vtrace", "replay", report.trace, "--events",
-                                 fmt::format("{}:{}", m.event, m.event + 1), "--runtime",
-                                 report.runtime, "--check", report.check});
-  }
-}
-
 // The progress bar, and with --profile each step's time (steady clock, from the first step).
 class ProgressObserver final : public replayer::ReplayObserver {
  public:
@@ -148,7 +138,6 @@ int run_replay(const ReplayCommandOptions& o, const GlobalOptions& global) {
     }
     return kExitUsage;
   }
-  quote_reproduce_lines(*report);
   const auto& r = *report;
   // A recovered trace: say so (even with --quiet: it qualifies the verdict), and what replay had to
   // leave out. Each note names the file.

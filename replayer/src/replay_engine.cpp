@@ -5,6 +5,7 @@
 
 #include "vtrace/replayer/comparator.h"
 #include "vtrace/replayer/replay_target.h"
+#include "vtrace/replayer/shell_words.h"
 #include "vtrace/replayer/step_executor.h"
 #include "vtrace/replayer/step_text.h"
 
@@ -55,10 +56,13 @@ ReplayReport execute_plan(const ReplayPlan& plan, runtime::DeviceRuntime& runtim
     for (auto& difference : comparison.differences) {
       auto text = render(difference, recorded, live);
       ++report.mismatch_count;
-      Mismatch m{s.ordinal, describe_step(s), std::move(text.expected), std::move(text.actual),
-                 fmt::format("vtrace replay {} --events {}:{} --runtime {} --check {}",
-                             options.trace_label, s.ordinal, s.ordinal + 1, options.runtime_name,
-                             options.check.to_string()),
+      Mismatch m{s.ordinal,
+                 describe_step(s),
+                 std::move(text.expected),
+                 std::move(text.actual),
+                 shell_command({"vtrace", "replay", options.trace_label, "--events",
+                                fmt::format("{}:{}", s.ordinal, s.ordinal + 1), "--runtime",
+                                options.runtime_name, "--check", options.check.to_string()}),
                  std::move(difference)};
       if (observer) observer->on_mismatch(m);
       if (report.mismatches.size() < options.max_mismatches) {

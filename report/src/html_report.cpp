@@ -9,7 +9,7 @@
 #include <cmath>
 #include <map>
 
-#include "vtrace/report/shell_quote.h"
+#include "vtrace/replayer/shell_words.h"
 
 namespace vtrace::report {
 
@@ -94,8 +94,9 @@ class Page {
  private:
   std::string extract_line(const CommandComparison& c) const {
     if (o_.trace_path.empty() || !c.command) return escape(o_.reproduce);
-    return escape(fmt::format("vtrace extract {} --event {} -o {}", shell_quote(o_.trace_path),
-                              c.event, shell_quote(fmt::format("repro-{}.vtrace", c.event))));
+    return escape(replayer::shell_command({"vtrace", "extract", o_.trace_path, "--event",
+                                           std::to_string(c.event), "-o",
+                                           fmt::format("repro-{}.vtrace", c.event)}));
   }
 
   void head() {

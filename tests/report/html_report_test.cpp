@@ -14,7 +14,6 @@
 
 #include "support/test_support.h"
 #include "vtrace/drift/lockstep.h"
-#include "vtrace/report/shell_quote.h"
 
 namespace dr = vtrace::drift;
 namespace rep = vtrace::report;

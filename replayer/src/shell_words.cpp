@@ -1,11 +1,11 @@
-// Shell quoting (shell_quote.h).
-#include "vtrace/report/shell_quote.h"
+// Shell words (shell_words.h).
+#include "vtrace/replayer/shell_words.h"
 
 #include <algorithm>
 #include <cctype>
 #include <cstring>
 
-namespace vtrace::report {
+namespace vtrace::replayer {
 
 std::string shell_quote(const std::string& word) {
   const bool plain = !word.empty() && std::all_of(word.begin(), word.end(), [](char c) {
@@ -17,4 +17,13 @@ std::string shell_quote(const std::string& word) {
   return out + "'";
 }
 
-}  // namespace vtrace::report
+std::string shell_command(std::initializer_list<std::string> words) {
+  std::string line;
+  for (const auto& word : words) {
+    if (!line.empty()) line += ' ';
+    line += shell_quote(word);
+  }
+  return line;
+}
+
+}  // namespace vtrace::replayer

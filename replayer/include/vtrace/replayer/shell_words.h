@@ -1,0 +1,17 @@
+// Command lines as a POSIX shell reads them back: every `reproduce:` line of every report (replay's
+// mismatches, compare, diff, extract, the HTML report) is built from these, so it runs as printed,
+// spaces and quotes in paths included. Pure functions; no errors.
+#pragma once
+
+#include <initializer_list>
+#include <string>
+
+namespace vtrace::replayer {
+
+// `word` unchanged when it holds only characters no shell treats specially (letters, digits and
+// -_./:,=+@%), else in single quotes (a ' inside as '\'').
+std::string shell_quote(const std::string& word);
+// The words shell_quote'd, joined by single spaces.
+std::string shell_command(std::initializer_list<std::string> words);
+
+}  // namespace vtrace::replayer
