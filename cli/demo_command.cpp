@@ -160,7 +160,7 @@ int run_demo(const DemoOptions& o) {
   fmt::print("\ntrace: {}\n", trace.string());
   fmt::print("try:   vtrace info {0}  |  vtrace dump {0} --events 0:5  |  vtrace replay {0}\n", t);
   fmt::print(
-      "       vtrace compare {0} --runtimes reference,cpu-splitk --resync --json report.json\n", t);
+      "       vtrace compare {0} --runtimes reference,cpu-splitk --resync --html report.html\n", t);
   if (extracted) {
     fmt::print("       vtrace replay {0} --runtime cpu-splitk  |  vtrace dump {0}\n",
                shell_quote(repro.string()));

@@ -71,7 +71,7 @@ rt::Result<std::unique_ptr<RecordingRuntime>> RecordingRuntime::wrap(
   }
   schema::TraceHeaderInfo header;
   header.producer = "vtrace-recorder";
-  header.producer_version = "0.1.0";
+  header.producer_version = VTRACE_VERSION;  // the project() VERSION (recorder/CMakeLists.txt)
   header.metadata.assign(mb.GetBufferPointer(), mb.GetBufferPointer() + mb.GetSize());
   auto writer = schema::TraceWriter::create(std::move(sink), std::move(header), options.writer);
   if (!writer) return std::unexpected(trace_failure(writer.error()));
