@@ -90,7 +90,9 @@ int run_info(const InfoOptions& o) {
   fmt::print("frames:      {}\n", reader.frames().size());
   fmt::print("file:        {}\n", human_bytes(totals.file_bytes));
   if (reader.complete()) {
-    fmt::print("status:      complete\n");
+    // info reads the header and footer only (by design): the data frames are not checked here.
+    fmt::print(
+        "status:      complete (header and footer; data frames not verified: run vtrace verify)\n");
   } else {
     fmt::print("status:      recovered: {}\n", reader.recovery().note);
   }

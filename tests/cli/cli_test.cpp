@@ -89,7 +89,8 @@ TEST_CASE("vtrace info shows the runtime, event counts by kind and sizes", "[cli
   CHECK(run.output.find("SubmitBegin") != std::string::npos);
   CHECK(run.output.find("Readback") != std::string::npos);
   CHECK(run.output.find("ratio") != std::string::npos);
-  CHECK(run.output.find("status:      complete") != std::string::npos);
+  CHECK(run.output.find("status:      complete (header and footer; data frames not verified: run "
+                        "vtrace verify)") != std::string::npos);
 }
 
 TEST_CASE("vtrace dump --json prints one JSON object per event with the documented keys",
