@@ -182,14 +182,18 @@ class Lockstep {
         saved[r].push_back({w, std::move(*bytes)});
       }
     }
+    // The state is put back even when a pass stopped half-way (the baseline refused a command).
     std::vector<CommandComparison> compared;
-    if (!private_pass(begin, probes, false, compared) || !restore(saved)) return fall_back(begin);
+    const bool ran = private_pass(begin, probes, false, compared);
+    if (!restore(saved) || !ran) return fall_back(begin);
     if (options_.resync) {
       std::vector<CommandComparison> resynced;
-      if (!private_pass(begin, probes, true, resynced) || !restore(saved)) {
-        return fall_back(begin);
-      }
-      for (std::size_t i = 0; i < compared.size(); ++i) {
+      const auto skipped = report_.deep_regions_skipped;  // the same regions: counted once
+      const bool resync_ran = private_pass(begin, probes, true, resynced);
+      report_.deep_regions_skipped = skipped;
+      if (!restore(saved) || !resync_ran) return fall_back(begin);
+      // Both passes compare the same (command, region) pairs, in the same order.
+      for (std::size_t i = 0; i < std::min(compared.size(), resynced.size()); ++i) {
         compared[i].introduced = std::move(resynced[i].results);
       }
     }
