@@ -73,17 +73,12 @@ class Extraction {
  private:
   // The effects of every command and the order the recording ran them in; then the window.
   std::expected<void, rp::ReplayFailure> window() {
-    std::map<std::uint64_t, const rp::step::SubmitEnd*> ends;
-    for (const auto& s : plan_.steps()) {
-      effects_.visit(s);
-      if (const auto* end = std::get_if<rp::step::SubmitEnd>(&s.body)) ends[end->begin_seq] = end;
-    }
+    for (const auto& s : plan_.steps()) effects_.visit(s);
     std::vector<Executed> executed;
     for (const auto& s : plan_.steps()) {
       const auto* begin = std::get_if<rp::step::SubmitBegin>(&s.body);
       if (begin == nullptr) continue;
-      auto end = ends.find(s.ordinal);
-      if (end == ends.end() || !end->second->fence || end->second->rejected) continue;
+      if (!plan_.submit_ran(s.ordinal)) continue;
       for (const auto& e : begin->entries) {
         executed.push_back({&e, s.ordinal, begin, effects_.find(e.command)});
       }

@@ -45,11 +45,7 @@ class Lockstep {
  public:
   Lockstep(const rp::ReplayPlan& plan, std::vector<Lane>& lanes, const CompareOptions& options,
            CompareReport& report)
-      : plan_(plan), lanes_(lanes), options_(options), report_(report) {
-    for (const auto& s : plan_.steps()) {
-      if (const auto* end = std::get_if<rp::step::SubmitEnd>(&s.body)) ends_[end->begin_seq] = end;
-    }
-  }
+      : plan_(plan), lanes_(lanes), options_(options), report_(report) {}
 
   void run() {
     std::vector<rp::Observation> seen(lanes_.size());
@@ -163,8 +159,7 @@ class Lockstep {
   // do (a command of a kind that cannot be encoded again, a region that cannot be read or written
   // as elements, a private run the baseline refuses) is compared after it ran instead (deep()).
   void probe(std::uint64_t begin, const rp::step::SubmitBegin& b) {
-    auto end = ends_.find(begin);
-    if (end == ends_.end() || !end->second->fence || end->second->rejected) return;  // never ran
+    if (!plan_.submit_ran(begin)) return;  // nothing ran on the recording
     std::vector<Probe> probes;
     std::vector<Region> touched;
     for (const auto& entry : b.entries) {
@@ -337,7 +332,6 @@ class Lockstep {
   CompareReport& report_;
   CommandEffectsMap writes_;
   std::map<std::uint64_t, const rp::step::SubmitBegin*> begins_;
-  std::map<std::uint64_t, const rp::step::SubmitEnd*> ends_;
   std::set<std::uint64_t> after_batch_;  // batches compared after they ran (deep())
   std::uint64_t order_ = 0;
 };

@@ -110,7 +110,10 @@ TraceResult<ReplayPlan> ReplayPlan::build(schema::TraceReader& reader) {
   std::set<std::uint64_t> open_submits;
   for (const auto& s : plan.steps_) {
     if (std::holds_alternative<step::SubmitBegin>(s.body)) open_submits.insert(s.ordinal);
-    if (const auto* end = std::get_if<step::SubmitEnd>(&s.body)) open_submits.erase(end->begin_seq);
+    if (const auto* end = std::get_if<step::SubmitEnd>(&s.body)) {
+      open_submits.erase(end->begin_seq);
+      plan.submit_ends_[end->begin_seq] = s.ordinal;
+    }
   }
   plan.unfinished_submits_.assign(open_submits.begin(), open_submits.end());
   return plan;

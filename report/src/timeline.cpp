@@ -46,9 +46,8 @@ class Timeline {
     for (const auto& s : plan_.steps()) {
       if (!timed(s.ordinal)) break;
       effects_.visit(s);
-      if (const auto* end = std::get_if<rp::step::SubmitEnd>(&s.body)) {
-        ends_[end->begin_seq] = s.ordinal;
-        if (end->fence) fence_batch_[*end->fence] = end->begin_seq;
+      if (const auto* end = std::get_if<rp::step::SubmitEnd>(&s.body); end && end->fence) {
+        fence_batch_[*end->fence] = end->begin_seq;
       }
     }
     for (const auto& s : plan_.steps()) {
@@ -140,17 +139,16 @@ class Timeline {
     const std::uint64_t tid = track_of(b.stream);
     track(tid, tid == kHostTrack ? "host" : fmt::format("stream#{}", b.stream.ordinal));
     const double start = ts(s.ordinal);
-    auto end = ends_.find(s.ordinal);
-    const double stop = end != ends_.end() && timed(end->second)
-                            ? ts(end->second) + dur(end->second)
-                            : start + dur(s.ordinal);
+    const rp::ReplayStep* end = plan_.submit_end(s.ordinal);
+    const double stop = end != nullptr && timed(end->ordinal) ? ts(end->ordinal) + dur(end->ordinal)
+                                                              : start + dur(s.ordinal);
     const double length = std::max(stop - start, 0.0);
     ++stats_.batches;
     slice(tid, fmt::format("batch ({} commands)", b.entries.size()), start, length,
           {{"event", s.ordinal},
            {"commands", b.entries.size()},
            {"stream", b.stream.ordinal},
-           {"completed", end != ends_.end()}});
+           {"completed", end != nullptr}});
     batches_[s.ordinal] = {tid, start};
     last_batch_[tid] = s.ordinal;
     // The entries divide their batch evenly: no per-command time is recorded or measured.
@@ -211,7 +209,6 @@ class Timeline {
   std::ostream& out_;
   const TimelineOptions& options_;
   drift::CommandEffectsMap effects_;
-  std::map<std::uint64_t, std::uint64_t> ends_;         // SubmitBegin -> SubmitEnd
   std::map<std::uint64_t, std::uint64_t> fence_batch_;  // fence ordinal -> SubmitBegin
   std::map<std::uint64_t, std::pair<std::uint64_t, double>> batches_;  // begin -> track, start
   std::map<std::uint64_t, std::uint64_t> last_batch_;                  // track -> begin

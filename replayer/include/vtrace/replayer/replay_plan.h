@@ -303,6 +303,19 @@ class ReplayPlan {
   // Ordinals of SubmitBegin steps with no SubmitEnd in the plan, in order (a recovered trace whose
   // run died inside a submit; empty for every complete trace the recorder writes).
   const std::vector<std::uint64_t>& unfinished_submits() const { return unfinished_submits_; }
+  // The SubmitEnd step of the SubmitBegin at `begin_ordinal`; nullptr when it has none (or
+  // `begin_ordinal` is no SubmitBegin).
+  const ReplayStep* submit_end(std::uint64_t begin_ordinal) const {
+    auto it = submit_ends_.find(begin_ordinal);
+    return it == submit_ends_.end() ? nullptr : &steps_[it->second];
+  }
+  // Whether the recording's submit at `begin_ordinal` ran: it ended with a fence, not refused.
+  bool submit_ran(std::uint64_t begin_ordinal) const {
+    const ReplayStep* end = submit_end(begin_ordinal);
+    if (end == nullptr) return false;
+    const auto& e = std::get<step::SubmitEnd>(end->body);
+    return e.fence.has_value() && !e.rejected;
+  }
 
  private:
   std::vector<ReplayStep> steps_;
@@ -312,6 +325,7 @@ class ReplayPlan {
   bool trace_complete_ = true;
   PlanRecovery recovery_;
   std::vector<std::uint64_t> unfinished_submits_;
+  std::map<std::uint64_t, std::uint64_t> submit_ends_;  // SubmitBegin ordinal -> SubmitEnd ordinal
 };
 
 // One event decoded into its step with the decoding build() applies, without the rules that need
