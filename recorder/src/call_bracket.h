@@ -39,13 +39,6 @@
 
 namespace vtrace::recorder::detail {
 
-// The index of the first NaN or Inf in `bytes` read as `type` (f16, bf16, f32); nullopt when
-// there is none or the type has no such values.
-std::optional<std::uint64_t> first_non_finite(std::span<const std::uint8_t> bytes,
-                                              rt::ElementType type);
-// A counter of spec 7.6 by its name; nullopt for an unknown name.
-std::optional<std::uint64_t> counter_value(const rt::CounterSnapshot& c, std::string_view name);
-
 // Phase 1 of an event: object references, resolved into plain values (with `mu` held, the event
 // builder empty).
 class Refs {

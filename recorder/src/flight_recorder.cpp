@@ -26,6 +26,10 @@ std::string_view flight_trigger_name(FlightTriggerKind kind) {
       return "api";
     case FlightTriggerKind::kWorkloadFailed:
       return "workload_failed";
+    case FlightTriggerKind::kCaptureRange:
+      return "capture_range";
+    case FlightTriggerKind::kJournal:
+      return "journal";
   }
   return "unknown";
 }
@@ -69,6 +73,34 @@ std::vector<std::uint8_t> finish_event(flatbuffers::FlatBufferBuilder& fbb, std:
   return out;
 }
 
+OutEvent renumbered(const HeldEvent& held, std::uint64_t first_seq, std::uint64_t prologue) {
+  const auto renumber = [&](std::uint64_t seq) { return seq - first_seq + prologue; };
+  OutEvent o{held.bytes, held.blobs, held.type};
+  const auto* event = flatbuffers::GetRoot<fb::Event>(o.bytes.data());
+  // Every scalar is stored (ForceDefaults), so the patches cannot miss.
+  (void)patch_u64(o.bytes, event, fb::Event::VT_SEQ, renumber(held.seq));
+  if (held.type == fb::EventBody::SubmitEnd) {
+    const auto* e = event->body_as_SubmitEnd();
+    (void)patch_u64(o.bytes, e, fb::SubmitEnd::VT_BEGIN_SEQ, renumber(e->begin_seq()));
+  } else if (held.type == fb::EventBody::CounterSnapshot) {
+    const auto* e = event->body_as_CounterSnapshot();
+    (void)patch_u64(o.bytes, e, fb::CounterSnapshot::VT_AFTER_SEQ, renumber(e->after_seq()));
+  }
+  return o;
+}
+
+schema::TraceResult<void> put_event(schema::TraceWriter& writer, const OutEvent& o) {
+  for (const auto& blob : o.blobs) {
+    if (auto put = writer.put_blob(blob->bytes, blob->element_bytes); !put) {
+      return std::unexpected(put.error());
+    }
+  }
+  if (auto appended = writer.append_event(o.bytes); !appended) {
+    return std::unexpected(appended.error());
+  }
+  return {};
+}
+
 }  // namespace
 
 FlightRecorder::FlightRecorder(FlightOptions options, std::filesystem::path base_path,
@@ -82,9 +114,13 @@ FlightRecorder::FlightRecorder(FlightOptions options, std::filesystem::path base
   Segment first;
   first.start.counters = counters_at_start;
   ring_.push_back(std::move(first));
+  // A capture that starts at the run's start is an ordinary capture held in memory.
+  capturing_ = !options_.start || options_.start->count == 0;
+  if (options_.journal && !options_.start) start_journal(ring_.back().start, {});
 }
 
 FlightRecorder::~FlightRecorder() {
+  end_journals();
   // Everything that holds payloads goes before the payload index.
   ring_.clear();
   pending_blobs_.clear();
@@ -124,7 +160,19 @@ void FlightRecorder::on_event(std::uint64_t seq, fb::EventBody type,
   event->blobs = std::move(pending_blobs_);
   pending_blobs_.clear();
   const EventPtr held = event;
+  next_seq_ = seq + 1;
   track(held);
+  for (auto& journal : journals_) {
+    if (!journal.writer) continue;
+    if (auto put =
+            put_event(*journal.writer, renumbered(*held, journal.first_seq, journal.prologue));
+        !put) {
+      journal.writer.reset();  // a journal that cannot be written is given up, not the run
+      continue;
+    }
+    if (type == fb::EventBody::SubmitBegin) ++journal.submits;
+  }
+  if (!capturing_) return;  // before a mid-run capture's start: only the live objects count
   Segment& open = ring_.back();
   open.events.push_back(held);
   open.event_bytes += held->bytes.size();
@@ -306,6 +354,13 @@ void FlightRecorder::track(const EventPtr& held) {
 }
 
 void FlightRecorder::evict() {
+  if (options_.start) {
+    // A mid-run capture keeps everything from its start, and nothing before.
+    if (!capturing_) {
+      while (ring_.size() > 1) ring_.pop_front();
+    }
+    return;
+  }
   std::uint64_t in_ring = 0;
   for (const auto& segment : ring_) in_ring += segment.submits;
   while (ring_.size() > 1) {
@@ -319,11 +374,18 @@ void FlightRecorder::evict() {
 }
 
 bool FlightRecorder::checkpoint_ready() const {
-  return checkpoint_due_ && fences_.empty() && open_sessions_ == 0 && unrecreatable_commands_ == 0;
+  // A mid-run capture needs one checkpoint only: at its start.
+  if (options_.start && (capturing_ || !start_reached_)) return false;
+  return (checkpoint_due_ || options_.start.has_value()) && quiescent();
+}
+
+bool FlightRecorder::quiescent() const {
+  return fences_.empty() && open_sessions_ == 0 && unrecreatable_commands_ == 0;
 }
 
 rt::Result<void> FlightRecorder::checkpoint(rt::DeviceRuntime& inner, rt::Stream& stream,
-                                            const std::optional<rt::CounterSnapshot>& counters) {
+                                            const std::optional<rt::CounterSnapshot>& counters,
+                                            const Ordinals& next) {
   // Read first, commit after: a failed read changes nothing.
   std::vector<std::pair<std::uint64_t, std::vector<std::uint8_t>>> reads;
   for (const auto& [ordinal, buffer] : buffers_) {
@@ -361,8 +423,7 @@ rt::Result<void> FlightRecorder::checkpoint(rt::DeviceRuntime& inner, rt::Stream
 
   Segment segment;
   Checkpoint& c = segment.start;
-  c.first_seq = ring_.back().events.empty() ? ring_.back().start.first_seq
-                                            : ring_.back().events.back()->seq + 1;
+  c.first_seq = next_seq_;
   c.submits_before = submits_;
   c.counters = counters;
   if (opened_) c.creation.push_back(opened_);
@@ -379,11 +440,80 @@ rt::Result<void> FlightRecorder::checkpoint(rt::DeviceRuntime& inner, rt::Stream
   for (const auto& [ordinal, command] : commands_) c.creation.push_back(command.encode);
   std::sort(c.creation.begin(), c.creation.end(),
             [](const EventPtr& a, const EventPtr& b) { return a->seq < b->seq; });
+  if (options_.start && !capturing_) {
+    // The capture starts here: the ring is this checkpoint alone.
+    ring_.clear();
+    event_bytes_ = 0;
+    capturing_ = true;
+  }
   ring_.push_back(std::move(segment));
   checkpoint_due_ = false;
   ++checkpoints_;
   evict();
+  if (options_.journal && !options_.start) {
+    if (journals_.empty() || journals_.back().submits >= 2 * options_.window_batches) {
+      start_journal(ring_.back().start, next);
+    }
+    while (journals_.size() > 1 && journals_.back().submits >= options_.window_batches) {
+      drop_journal();
+    }
+  }
   return {};
+}
+
+void FlightRecorder::start_journal(const Checkpoint& start, const Ordinals& next) {
+  Journal journal;
+  ++journal_files_;
+  journal.path = base_path_;
+  journal.path.replace_filename(fmt::format("{}.journal-{}{}", base_path_.stem().string(),
+                                            2 - journal_files_ % 2,
+                                            base_path_.extension().string()));
+  std::optional<std::uint64_t> baseline;
+  const auto events = prologue(start, next, baseline);
+  journal.first_seq = start.first_seq;
+  journal.prologue = events.size();
+  WindowRecordValues w;
+  w.trigger = std::string(flight_trigger_name(FlightTriggerKind::kJournal));
+  w.detail = "the window as recorded, on disk until close()";
+  w.trigger_event = start.first_seq;
+  w.trigger_batch = start.submits_before;
+  w.first_event = start.first_seq;
+  w.prologue_events = events.size();
+  w.baseline_event = baseline;
+  schema::TraceHeaderInfo header;
+  header.producer = "vtrace-recorder";
+  header.producer_version = VTRACE_VERSION;
+  header.metadata = window_metadata(metadata_source_, w);
+  auto sink = schema::open_file_sink(journal.path);
+  if (!sink) return;
+  auto writer = schema::TraceWriter::create(std::move(*sink), std::move(header), writer_options_);
+  if (!writer) return;
+  journal.writer = std::move(*writer);
+  for (const auto& o : events) {
+    if (!put_event(*journal.writer, o)) return;
+  }
+  (void)journal.writer->flush();
+  journals_.push_back(std::move(journal));
+}
+
+void FlightRecorder::drop_journal() {
+  Journal& oldest = journals_.front();
+  if (oldest.writer) (void)oldest.writer->close({});
+  oldest.writer.reset();
+  std::error_code ignored;
+  std::filesystem::remove(oldest.path, ignored);
+  std::filesystem::remove(oldest.path.string() + ".partial", ignored);
+  journals_.pop_front();
+}
+
+void FlightRecorder::end_journals() {
+  while (!journals_.empty()) drop_journal();
+}
+
+void FlightRecorder::flush() {
+  for (auto& journal : journals_) {
+    if (journal.writer && !journal.writer->flush()) journal.writer.reset();
+  }
 }
 
 bool FlightRecorder::may_write_window() {
@@ -451,123 +581,102 @@ std::vector<std::uint8_t> window_metadata(std::span<const std::uint8_t> run_meta
   return {mb.GetBufferPointer(), mb.GetBufferPointer() + mb.GetSize()};
 }
 
+std::vector<OutEvent> FlightRecorder::prologue(const Checkpoint& start, const Ordinals& next,
+                                               std::optional<std::uint64_t>& baseline) const {
+  std::vector<OutEvent> out;
+  flatbuffers::FlatBufferBuilder fbb(1024);
+  baseline.reset();
+  if (start.first_seq == 0) return out;  // a window that starts with the run needs none
+  for (const auto& created : start.creation) {
+    OutEvent o{created->bytes, created->blobs, created->type};
+    // Every event is built with its seq stored (ForceDefaults), so this cannot fail.
+    (void)patch_u64(o.bytes, flatbuffers::GetRoot<fb::Event>(o.bytes.data()), fb::Event::VT_SEQ,
+                    out.size());
+    out.push_back(std::move(o));
+  }
+  const auto emit = [&](fb::EventBody type, flatbuffers::Offset<void> body,
+                        std::vector<BlobPtr> blobs = {}) {
+    const std::uint64_t seq = out.size();
+    out.push_back({finish_event(fbb, seq, type, body), std::move(blobs), type});
+    return seq;
+  };
+  if (!start.contents.empty()) {
+    const std::uint64_t stream = next.stream;
+    emit(fb::EventBody::StreamCreated, fb::CreateStreamCreated(fbb, stream).Union());
+    std::vector<std::uint64_t> commands;
+    for (const auto& content : start.contents) {
+      const std::uint64_t command = next.command + commands.size();
+      commands.push_back(command);
+      const auto payload = schema::to_fb(content.blob->id);
+      const std::uint64_t element = rt::element_size_bytes(content.element_type);
+      const bool whole = element > 0 && content.blob->bytes.size() % element == 0;
+      const auto type = whole ? content.element_type : rt::ElementType::kU8;
+      const fb::HostTransferLayout layout(
+          schema::to_fb(type), content.blob->bytes.size() / rt::element_size_bytes(type));
+      const fb::ObjectRef destination(content.ordinal, fb::RefSpace::Own);
+      fb::EncodeUploadBuilder b(fbb);
+      b.add_payload(&payload);
+      b.add_payload_bytes(content.blob->bytes.size());
+      b.add_layout(&layout);
+      b.add_destination(&destination);
+      b.add_destination_offset_bytes(0);
+      b.add_command(command);
+      emit(fb::EventBody::EncodeUpload, b.Finish().Union(), {content.blob});
+    }
+    const fb::ObjectRef stream_ref(stream, fb::RefSpace::Own);
+    std::vector<flatbuffers::Offset<fb::CommandEntry>> entries;
+    for (const auto command : commands) {
+      const fb::ObjectRef ref(command, fb::RefSpace::Own);
+      fb::CommandEntryBuilder eb(fbb);
+      eb.add_phase(fb::CommandPhase::DynamicBinding);
+      eb.add_command(&ref);
+      entries.push_back(eb.Finish());
+    }
+    const auto entries_v = fbb.CreateVector(entries);
+    fb::SubmitBeginBuilder sb(fbb);
+    sb.add_stream(&stream_ref);
+    sb.add_entries(entries_v);
+    const auto begin = emit(fb::EventBody::SubmitBegin, sb.Finish().Union());
+    fb::SubmitEndBuilder eb(fbb);
+    eb.add_begin_seq(begin);
+    eb.add_fence(next.fence);
+    emit(fb::EventBody::SubmitEnd, eb.Finish().Union());
+    const fb::ObjectRef fence_ref(next.fence, fb::RefSpace::Own);
+    const auto result =
+        schema::build_fence_wait(fbb, std::expected<rt::TerminalReceipt, rt::FenceIndeterminate>(
+                                          rt::TerminalReceipt::unprofiled(rt::DeviceTerminal{})));
+    emit(fb::EventBody::WaitFence, fb::CreateWaitFence(fbb, &fence_ref, result).Union());
+    emit(fb::EventBody::FenceReleased, fb::CreateFenceReleased(fbb, next.fence).Union());
+    emit(fb::EventBody::StreamReleased, fb::CreateStreamReleased(fbb, stream).Union());
+  }
+  if (start.counters) {
+    const auto counters = schema::to_fb(*start.counters);
+    const std::uint64_t after = out.empty() ? 0 : out.size() - 1;
+    baseline = emit(fb::EventBody::CounterSnapshot,
+                    fb::CreateCounterSnapshot(fbb, after, &counters).Union());
+  }
+  return out;
+}
+
 schema::TraceResult<std::filesystem::path> FlightRecorder::write_window(
-    const WindowTrigger& trigger, std::uint64_t trigger_seq, std::uint64_t next_stream,
-    std::uint64_t next_command, std::uint64_t next_fence) {
+    const WindowTrigger& trigger, std::uint64_t trigger_seq, const Ordinals& next) {
   const auto refuse = [&](schema::TraceError e) -> schema::TraceResult<std::filesystem::path> {
     ++windows_not_written_;
     return std::unexpected(std::move(e));
   };
-  const Segment& first = ring_.front();
-  const Checkpoint& start = first.start;
-
-  struct Out {
-    std::vector<std::uint8_t> bytes;
-    std::vector<BlobPtr> blobs;
-    fb::EventBody type;
-  };
-  std::vector<Out> out;
-  flatbuffers::FlatBufferBuilder fbb(1024);
+  const Checkpoint& start = ring_.front().start;
   std::optional<std::uint64_t> baseline;
-
-  // The prologue: the live objects, the checkpoint's upload, the counters at the start. A window
-  // that starts with the run needs none.
-  if (start.first_seq > 0) {
-    for (const auto& created : start.creation) {
-      Out o{created->bytes, created->blobs, created->type};
-      if (!patch_u64(o.bytes, flatbuffers::GetRoot<fb::Event>(o.bytes.data()), fb::Event::VT_SEQ,
-                     out.size())) {
-        return refuse({schema::TraceErrorKind::kCorrupt, "flight recorder: an event has no seq"});
-      }
-      out.push_back(std::move(o));
-    }
-    const auto emit = [&](fb::EventBody type, flatbuffers::Offset<void> body,
-                          std::vector<BlobPtr> blobs = {}) {
-      const std::uint64_t seq = out.size();
-      out.push_back({finish_event(fbb, seq, type, body), std::move(blobs), type});
-      return seq;
-    };
-    if (!start.contents.empty()) {
-      const std::uint64_t stream = next_stream;
-      emit(fb::EventBody::StreamCreated, fb::CreateStreamCreated(fbb, stream).Union());
-      std::vector<std::uint64_t> commands;
-      for (const auto& content : start.contents) {
-        const std::uint64_t command = next_command + commands.size();
-        commands.push_back(command);
-        const auto payload = schema::to_fb(content.blob->id);
-        const std::uint64_t element = rt::element_size_bytes(content.element_type);
-        const bool whole = element > 0 && content.blob->bytes.size() % element == 0;
-        const auto type = whole ? content.element_type : rt::ElementType::kU8;
-        const fb::HostTransferLayout layout(
-            schema::to_fb(type), content.blob->bytes.size() / rt::element_size_bytes(type));
-        const fb::ObjectRef destination(content.ordinal, fb::RefSpace::Own);
-        fb::EncodeUploadBuilder b(fbb);
-        b.add_payload(&payload);
-        b.add_payload_bytes(content.blob->bytes.size());
-        b.add_layout(&layout);
-        b.add_destination(&destination);
-        b.add_destination_offset_bytes(0);
-        b.add_command(command);
-        emit(fb::EventBody::EncodeUpload, b.Finish().Union(), {content.blob});
-      }
-      const fb::ObjectRef stream_ref(stream, fb::RefSpace::Own);
-      std::vector<flatbuffers::Offset<fb::CommandEntry>> entries;
-      for (const auto command : commands) {
-        const fb::ObjectRef ref(command, fb::RefSpace::Own);
-        fb::CommandEntryBuilder eb(fbb);
-        eb.add_phase(fb::CommandPhase::DynamicBinding);
-        eb.add_command(&ref);
-        entries.push_back(eb.Finish());
-      }
-      const auto entries_v = fbb.CreateVector(entries);
-      fb::SubmitBeginBuilder sb(fbb);
-      sb.add_stream(&stream_ref);
-      sb.add_entries(entries_v);
-      const auto begin = emit(fb::EventBody::SubmitBegin, sb.Finish().Union());
-      fb::SubmitEndBuilder eb(fbb);
-      eb.add_begin_seq(begin);
-      eb.add_fence(next_fence);
-      emit(fb::EventBody::SubmitEnd, eb.Finish().Union());
-      const fb::ObjectRef fence_ref(next_fence, fb::RefSpace::Own);
-      const auto result =
-          schema::build_fence_wait(fbb, std::expected<rt::TerminalReceipt, rt::FenceIndeterminate>(
-                                            rt::TerminalReceipt::unprofiled(rt::DeviceTerminal{})));
-      emit(fb::EventBody::WaitFence, fb::CreateWaitFence(fbb, &fence_ref, result).Union());
-      emit(fb::EventBody::FenceReleased, fb::CreateFenceReleased(fbb, next_fence).Union());
-      emit(fb::EventBody::StreamReleased, fb::CreateStreamReleased(fbb, stream).Union());
-    }
-    if (start.counters) {
-      const auto counters = schema::to_fb(*start.counters);
-      const std::uint64_t after = out.empty() ? 0 : out.size() - 1;
-      baseline = emit(fb::EventBody::CounterSnapshot,
-                      fb::CreateCounterSnapshot(fbb, after, &counters).Union());
-    }
-  }
-  const std::uint64_t prologue = out.size();
-
+  std::vector<OutEvent> out = prologue(start, next, baseline);
+  const std::uint64_t prologue_events = out.size();
   // The window's calls as recorded, renumbered after the prologue.
-  const auto renumber = [&](std::uint64_t seq) { return seq - start.first_seq + prologue; };
   std::uint64_t batches = 0;
   for (const auto& segment : ring_) {
     batches += segment.submits;
     for (const auto& held : segment.events) {
-      Out o{held->bytes, held->blobs, held->type};
-      const auto* event = flatbuffers::GetRoot<fb::Event>(o.bytes.data());
-      bool ok = patch_u64(o.bytes, event, fb::Event::VT_SEQ, renumber(held->seq));
-      if (held->type == fb::EventBody::SubmitEnd) {
-        const auto* e = event->body_as_SubmitEnd();
-        ok = ok && patch_u64(o.bytes, e, fb::SubmitEnd::VT_BEGIN_SEQ, renumber(e->begin_seq()));
-      } else if (held->type == fb::EventBody::CounterSnapshot) {
-        const auto* e = event->body_as_CounterSnapshot();
-        ok = ok &&
-             patch_u64(o.bytes, e, fb::CounterSnapshot::VT_AFTER_SEQ, renumber(e->after_seq()));
-      }
-      if (!ok) {
-        return refuse({schema::TraceErrorKind::kCorrupt, "flight recorder: an event has no seq"});
-      }
-      out.push_back(std::move(o));
+      out.push_back(renumbered(*held, start.first_seq, prologue_events));
     }
   }
+  flatbuffers::FlatBufferBuilder fbb(1024);
 
   const std::uint32_t number = windows_written_ + 1;
   WindowRecordValues w;
@@ -577,7 +686,7 @@ schema::TraceResult<std::filesystem::path> FlightRecorder::write_window(
   w.trigger_batch = submits_;
   w.first_event = start.first_seq;
   w.batches = batches;
-  w.prologue_events = prologue;
+  w.prologue_events = prologue_events;
   w.baseline_event = baseline;
   w.window_number = number;
   schema::TraceHeaderInfo header;
@@ -596,14 +705,7 @@ schema::TraceResult<std::filesystem::path> FlightRecorder::write_window(
   std::uint64_t submits = 0, upload_bytes = 0, readback_bytes = 0;
   std::optional<fb::Counters> last_counters;
   for (const auto& o : out) {
-    for (const auto& blob : o.blobs) {
-      if (auto put = (*writer)->put_blob(blob->bytes, blob->element_bytes); !put) {
-        return refuse(put.error());
-      }
-    }
-    if (auto appended = (*writer)->append_event(o.bytes); !appended) {
-      return refuse(appended.error());
-    }
+    if (auto put = put_event(**writer, o); !put) return refuse(put.error());
     ++counts[o.type];
     const auto* event = flatbuffers::GetRoot<fb::Event>(o.bytes.data());
     if (o.type == fb::EventBody::SubmitBegin) ++submits;

@@ -19,6 +19,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "vtrace/recorder/flight.h"
@@ -80,6 +81,28 @@ struct Segment {
   std::uint64_t submits = 0;
 };
 
+// The index of the first NaN or Inf in `bytes` read as `type` (f16, bf16, f32); nullopt when
+// there is none or the type has no such values.
+std::optional<std::uint64_t> first_non_finite(std::span<const std::uint8_t> bytes,
+                                              runtime::ElementType type);
+// A counter of spec 7.6 by its name; nullopt for an unknown name.
+std::optional<std::uint64_t> counter_value(const runtime::CounterSnapshot& c,
+                                           std::string_view name);
+
+// An event of a window being written, renumbered, with the payloads it names.
+struct OutEvent {
+  std::vector<std::uint8_t> bytes;
+  std::vector<BlobPtr> blobs;
+  fb::EventBody type = fb::EventBody::NONE;
+};
+
+// Object ordinals no event of the run has used (the prologue's own stream, commands and fence).
+struct Ordinals {
+  std::uint64_t stream = 0;
+  std::uint64_t command = 0;
+  std::uint64_t fence = 0;
+};
+
 // What fired a window.
 struct WindowTrigger {
   FlightTriggerKind kind = FlightTriggerKind::kApi;
@@ -122,26 +145,35 @@ class FlightRecorder {
 
   // At a call boundary: whether a checkpoint is due and can be taken now.
   bool checkpoint_ready() const;
+  // No live fence, no open import session, no live command the recorder cannot re-create.
+  bool quiescent() const;
   // Reads every live own buffer written since the last checkpoint through `stream` (a stream of
   // the recorder's own on `inner`) and starts a segment. `counters`: the product's counters now.
   // A buffer that cannot be read leaves no checkpoint (the ring keeps growing from the previous
   // one, bounded by eviction): the error is returned and nothing else changes.
+  // `next`: ordinals for a journal's prologue (FlightOptions::journal).
   runtime::Result<void> checkpoint(runtime::DeviceRuntime& inner, runtime::Stream& stream,
-                                   const std::optional<runtime::CounterSnapshot>& counters);
+                                   const std::optional<runtime::CounterSnapshot>& counters,
+                                   const Ordinals& next);
+  // The journals (FlightOptions::journal): what is appended reaches the files; deleted at the
+  // end of a clean recording.
+  void flush();
+  void end_journals();
 
-  // Writes the window as a trace: the path it went to, or the error. next_stream, next_command
-  // and next_fence are ordinals no event of the run has used (for the checkpoint's upload).
+  // Writes the window as a trace: the path it went to, or the error.
   schema::TraceResult<std::filesystem::path> write_window(const WindowTrigger& trigger,
                                                           std::uint64_t trigger_seq,
-                                                          std::uint64_t next_stream,
-                                                          std::uint64_t next_command,
-                                                          std::uint64_t next_fence);
+                                                          const Ordinals& next);
   // Whether a window may still be written (max_windows); counts the refusal when not.
   bool may_write_window();
   // A checkpoint that could not be taken: the next one is due after the next submit.
   void checkpoint_skipped() { checkpoint_due_ = false; }
 
   const FlightOptions& options() const { return options_; }
+  // A mid-run capture: its start point was passed (the checkpoint follows at the first quiescent
+  // boundary); whether the capture has started.
+  void start_reached() { start_reached_ = true; }
+  bool capturing() const { return capturing_; }
   FlightStats stats() const;
   std::uint64_t submits() const { return submits_; }
   bool checkpoint_failed() const { return checkpoint_failed_; }
@@ -163,7 +195,13 @@ class FlightRecorder {
     bool writes_unknown = false;        // may write any buffer (reusable execution)
   };
 
+  // The events that re-create `start`'s state in a fresh runtime, and the baseline snapshot's
+  // ordinal among them (none for a checkpoint at the run's start).
+  std::vector<OutEvent> prologue(const Checkpoint& start, const Ordinals& next,
+                                 std::optional<std::uint64_t>& baseline) const;
   void track(const EventPtr& event);
+  void start_journal(const Checkpoint& start, const Ordinals& next);
+  void drop_journal();
   void mark_written(const LiveCommand& command);
   void evict();
   std::uint64_t held_bytes() const { return event_bytes_ + blob_bytes_; }
@@ -191,9 +229,22 @@ class FlightRecorder {
   std::uint64_t open_sessions_ = 0;
   std::uint64_t unrecreatable_commands_ = 0;  // live commands made by coalesce
 
+  struct Journal {
+    std::unique_ptr<schema::TraceWriter> writer;  // null once a write failed
+    std::filesystem::path path;
+    std::uint64_t first_seq = 0;
+    std::uint64_t prologue = 0;
+    std::uint64_t submits = 0;
+  };
+  std::deque<Journal> journals_;
+  std::uint32_t journal_files_ = 0;
+
   std::deque<Segment> ring_;
   std::uint64_t submits_ = 0;
+  std::uint64_t next_seq_ = 0;  // the ordinal of the next event
   bool checkpoint_due_ = false;
+  bool start_reached_ = false;
+  bool capturing_ = true;
   bool checkpoint_failed_ = false;
   std::uint64_t checkpoints_ = 0;
   std::uint64_t checkpoint_bytes_read_ = 0;

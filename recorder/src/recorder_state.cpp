@@ -86,7 +86,12 @@ std::optional<schema::BlobId> RecordingRuntime::State::put_blob(std::span<const 
 }
 
 void RecordingRuntime::State::flush() {
-  if (!active.load() || flight) return;
+  if (!active.load()) return;
+  if (flight) {
+    std::lock_guard lock(mu);
+    flight->flush();
+    return;
+  }
   auto flushed = writer->flush();
   if (!flushed) {
     std::lock_guard lock(mu);
@@ -135,7 +140,14 @@ RecorderCloseResult RecordingRuntime::State::close_locked() {
   if (close_result) return *close_result;
   const bool was_active = active.exchange(false);
   if (flight) {
+    if (was_active && options.flight.start && flight->capturing()) {
+      // A mid-run capture without a stop point ends here.
+      active.store(true);
+      (void)write_window_locked(FlightTriggerKind::kCaptureRange, range_detail(), std::nullopt);
+      active.store(false);
+    }
     if (options.flight.trigger_on_signal) detail::release_window_signal();
+    flight->end_journals();
     schema::TraceWriteStats stats;
     stats.events = seq;
     if (!was_active && first_error) {
@@ -223,9 +235,35 @@ std::optional<rt::CounterSnapshot> RecordingRuntime::State::product_counters() c
   return c;
 }
 
+std::string RecordingRuntime::State::range_detail() const {
+  const auto point = [](const std::optional<CapturePoint>& p) {
+    if (!p) return std::string("close");
+    return fmt::format("{} {}", p->unit == CapturePoint::Unit::kEvent ? "event" : "submit",
+                       p->count);
+  };
+  return fmt::format("from {} to {}", point(options.flight.start), point(options.flight.stop));
+}
+
 void RecordingRuntime::State::at_call_start() {
   if (!flight || !active.load()) return;
-  if (options.flight.trigger_on_signal) {
+  if (const auto& start = options.flight.start) {
+    const auto reached = [&](const CapturePoint& p) {
+      return (p.unit == CapturePoint::Unit::kEvent ? seq : flight->submits()) >= p.count;
+    };
+    // The capture ends, as it starts, at a quiescent boundary: its last batch is complete.
+    if (flight->capturing() && options.flight.stop && reached(*options.flight.stop) &&
+        flight->quiescent()) {
+      std::lock_guard lock(mu);
+      (void)write_window_locked(FlightTriggerKind::kCaptureRange, range_detail(), std::nullopt);
+      active.store(false);  // the capture is over; the product goes on unrecorded
+      return;
+    }
+    if (!flight->capturing() && reached(*start)) {
+      std::lock_guard lock(mu);
+      flight->start_reached();
+    }
+  }
+  if (options.flight.trigger_on_signal && !options.flight.start) {
     const std::uint64_t signals = detail::window_signals();
     if (signals != signals_seen) {
       signals_seen = signals;
@@ -245,7 +283,7 @@ void RecordingRuntime::State::at_call_start() {
   if (flight_stream) {
     const auto product =
         before ? std::optional(counters_minus(*before, private_traffic)) : std::nullopt;
-    taken = flight->checkpoint(*inner, *flight_stream, product);
+    taken = flight->checkpoint(*inner, *flight_stream, product, unused_ordinals_locked());
   }
   if (const auto after = inner->counter_snapshot(); before && after) {
     private_traffic = counters_plus(private_traffic, counters_minus(*after, *before));
@@ -258,7 +296,7 @@ void RecordingRuntime::State::at_call_start() {
 
 void RecordingRuntime::State::fire_locked(FlightTriggerKind kind, std::string detail,
                                           std::optional<std::uint64_t> at) {
-  if (!flight || pending_trigger) return;
+  if (!flight || pending_trigger || options.flight.start) return;
   pending_trigger.emplace(kind, std::move(detail));
   pending_trigger_seq = at.value_or(seq);
 }
@@ -278,6 +316,11 @@ void RecordingRuntime::State::at_call_end() {
 schema::TraceResult<std::filesystem::path> RecordingRuntime::State::write_window(
     FlightTriggerKind kind, std::string detail, std::optional<std::uint64_t> trigger_seq) {
   std::lock_guard lock(mu);
+  return write_window_locked(kind, std::move(detail), trigger_seq);
+}
+
+schema::TraceResult<std::filesystem::path> RecordingRuntime::State::write_window_locked(
+    FlightTriggerKind kind, std::string detail, std::optional<std::uint64_t> trigger_seq) {
   const auto refused = [&](std::string why) -> schema::TraceResult<std::filesystem::path> {
     last_window_error = why;
     return std::unexpected(schema::TraceError{schema::TraceErrorKind::kWriterFailed, why});
@@ -290,12 +333,21 @@ schema::TraceResult<std::filesystem::path> RecordingRuntime::State::write_window
                     "none",
                     options.flight.max_windows, flight_trigger_name(kind)));
   }
-  auto written = flight->write_window(
-      {kind, std::move(detail)}, trigger_seq.value_or(seq == 0 ? 0 : seq - 1),
-      next_own[schema::index_of(detail::kStream)], next_own[schema::index_of(detail::kCommand)],
-      next_own[schema::index_of(detail::kFence)]);
+  auto written =
+      flight->write_window({kind, std::move(detail)}, trigger_seq.value_or(seq == 0 ? 0 : seq - 1),
+                           unused_ordinals_locked());
   if (!written) last_window_error = written.error().message;
   return written;
+}
+
+void RecordingRuntime::State::start_signal_trigger() {
+  detail::acquire_window_signal();
+  signals_seen = detail::window_signals();
+}
+
+detail::Ordinals RecordingRuntime::State::unused_ordinals_locked() const {
+  return {next_own[schema::index_of(detail::kStream)], next_own[schema::index_of(detail::kCommand)],
+          next_own[schema::index_of(detail::kFence)]};
 }
 
 std::optional<FlightStats> RecordingRuntime::State::flight_stats() const {

@@ -155,9 +155,18 @@ struct RecordingRuntime::State {
   schema::TraceResult<std::filesystem::path> write_window(FlightTriggerKind kind,
                                                           std::string detail,
                                                           std::optional<std::uint64_t> trigger_seq);
+  // With `order` and `mu` held.
+  schema::TraceResult<std::filesystem::path> write_window_locked(
+      FlightTriggerKind kind, std::string detail, std::optional<std::uint64_t> trigger_seq);
+  // Flight mode: installs the SIGUSR1 handler; only signals from now on count.
+  void start_signal_trigger();
   // Flight mode: events built with every scalar stored, so a window can renumber them in place.
   void force_defaults() { fbb.ForceDefaults(true); }
   std::optional<FlightStats> flight_stats() const;
+  // With `mu` held: the next ordinals of the kinds a window's prologue creates.
+  detail::Ordinals unused_ordinals_locked() const;
+  // A mid-run capture's CaptureWindowRecord detail ("from submit 1000 to submit 1010").
+  std::string range_detail() const;
 
   // The RuntimeOpened event (from wrap(), before the recorder is handed out).
   void record_opened();

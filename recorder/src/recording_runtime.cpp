@@ -102,7 +102,7 @@ rt::Result<std::unique_ptr<RecordingRuntime>> RecordingRuntime::wrap_recording(
         options.flight, *flight_path, header.metadata, options.writer, inner->counter_snapshot());
     // Every scalar stored, so a window's events can be renumbered in place.
     state->force_defaults();
-    if (options.flight.trigger_on_signal) detail::acquire_window_signal();
+    if (options.flight.trigger_on_signal) state->start_signal_trigger();
   } else {
     auto writer = schema::TraceWriter::create(std::move(sink), std::move(header), options.writer);
     if (!writer) return std::unexpected(trace_failure(writer.error()));

@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -11,8 +12,10 @@
 #include <vector>
 
 #include "recorder_test_support.h"
+#include "vtrace/recorder/open.h"
 #include "vtrace/recorder/recording_runtime.h"
 #include "vtrace/replayer/replay_trace.h"
+#include "vtrace/runtime/forwarding_runtime.h"
 #include "vtrace/schema/trace_reader.h"
 #include "vtrace/workloads/workload.h"
 
@@ -255,4 +258,251 @@ TEST_CASE("flight: full mode and sinks refuse what flight mode needs") {
       flight_options(4));
   CHECK_FALSE(refused.has_value());
   CHECK(inner != nullptr);
+}
+
+namespace {
+
+std::uint64_t summary_events(const std::filesystem::path& path) {
+  auto reader = vtrace::schema::TraceReader::open(path);
+  REQUIRE(reader.has_value());
+  const auto* summary = vtrace::schema::read_trace_summary((*reader)->summary());
+  REQUIRE(summary != nullptr);
+  return summary->events();
+}
+
+}  // namespace
+
+TEST_CASE("flight: an injected NaN writes exactly one window, ending at its batch, that replays") {
+  const auto dir = fresh_dir("vtrace_flight_nan_test");
+  const auto path = dir / "w.vtrace";
+  auto rec = RecordingRuntime::create(make_reference(), "reference", path, flight_options(8));
+  REQUIRE(rec.has_value());
+  auto spec = small_decode(40);
+  spec.decode.nan_at_step = 25;
+  auto report = wl::run_workload(spec, **rec, nullptr);
+  REQUIRE(report.has_value());
+  CHECK(report->readbacks == 40);  // the run went on after the fault
+  const auto stats = (*rec)->flight_stats();
+  REQUIRE(stats.has_value());
+  CHECK(stats->windows_written == 1);
+  REQUIRE((*rec)->close().has_value());
+  CHECK_FALSE(std::filesystem::exists(dir / "w.2.vtrace"));
+
+  const auto w = window_of(path);
+  CHECK(w.trigger == "non_finite_readback");
+  CHECK(w.batches == 8);
+  // The window ends at the triggering readback and its counter snapshot.
+  CHECK(w.trigger_event - w.first_event + w.prologue_events == summary_events(path) - 2);
+  const auto replayed = replay(path);
+  CHECK(replayed.check == "bits");
+  CHECK(replayed.checked.readbacks == 8);
+}
+
+TEST_CASE("flight: a counter threshold writes one window when it is first reached") {
+  const auto dir = fresh_dir("vtrace_flight_threshold_test");
+  auto options = flight_options(4);
+  options.flight.counter_threshold = vtrace::recorder::CounterThreshold{"submissions", 12};
+  auto rec = RecordingRuntime::create(make_reference(), "reference", dir / "w.vtrace", options);
+  REQUIRE(rec.has_value());
+  REQUIRE(wl::run_workload(small_decode(20), **rec, nullptr).has_value());
+  const auto stats = (*rec)->flight_stats();
+  REQUIRE(stats.has_value());
+  CHECK(stats->windows_written == 1);
+  REQUIRE((*rec)->close().has_value());
+  const auto w = window_of(dir / "w.vtrace");
+  CHECK(w.trigger == "counter_threshold");
+  CHECK(w.trigger_batch == 12);
+  replay(dir / "w.vtrace");
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("flight: a call failing with a chosen error kind writes a window") {
+  const auto dir = fresh_dir("vtrace_flight_error_test");
+  // The kind an out-of-range zero fails with on the reference runtime.
+  rt::ErrorKind kind{};
+  {
+    auto plain = make_reference();
+    auto permit = plain->admit(request(64, rt::ElementType::kU8));
+    REQUIRE(permit.has_value());
+    auto buffer = plain->allocate(std::move(*permit));
+    REQUIRE(buffer.has_value());
+    auto zero = plain->encode_zero(**buffer, 1024, 64);
+    REQUIRE_FALSE(zero.has_value());
+    kind = zero.error().kind();
+  }
+  auto options = flight_options(4);
+  options.flight.trigger_on_errors = {kind};
+  auto rec = RecordingRuntime::create(make_reference(), "reference", dir / "w.vtrace", options);
+  REQUIRE(rec.has_value());
+  REQUIRE(wl::run_workload(small_decode(6), **rec, nullptr).has_value());
+  {
+    auto permit = (*rec)->admit(request(64, rt::ElementType::kU8));
+    REQUIRE(permit.has_value());
+    auto buffer = (*rec)->allocate(std::move(*permit));
+    REQUIRE(buffer.has_value());
+    CHECK((*rec)->flight_stats()->windows_written == 0);
+    REQUIRE_FALSE((*rec)->encode_zero(**buffer, 1024, 64).has_value());
+  }
+  CHECK((*rec)->flight_stats()->windows_written == 1);
+  REQUIRE((*rec)->close().has_value());
+  CHECK(window_of(dir / "w.vtrace").trigger == "call_error");
+  replay(dir / "w.vtrace");
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("flight: SIGUSR1 writes a window at the next recorded call") {
+  const auto dir = fresh_dir("vtrace_flight_signal_test");
+  auto options = flight_options(4);
+  options.flight.trigger_on_signal = true;
+  auto rec = RecordingRuntime::create(make_reference(), "reference", dir / "w.vtrace", options);
+  REQUIRE(rec.has_value());
+  REQUIRE(wl::run_workload(small_decode(6), **rec, nullptr).has_value());
+  REQUIRE(::raise(SIGUSR1) == 0);
+  // The handler only counted the signal: nothing is written before the next call.
+  CHECK((*rec)->flight_stats()->windows_written == 0);
+  auto stream = (*rec)->create_stream();
+  REQUIRE(stream.has_value());
+  CHECK((*rec)->flight_stats()->windows_written == 1);
+  stream->reset();
+  REQUIRE((*rec)->close().has_value());
+  CHECK(window_of(dir / "w.vtrace").trigger == "signal");
+  replay(dir / "w.vtrace");
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("a capture started mid-run replays on its own without the steps before it") {
+  const auto dir = fresh_dir("vtrace_capture_range_test");
+  // The batches before the decode steps: a full recording's submits less its steps.
+  std::uint64_t setup = 0;
+  {
+    auto sink = std::make_shared<MemorySink::State>();
+    auto full = record_to_memory(make_reference(), sink);
+    REQUIRE(wl::run_workload(small_decode(1), *full, nullptr).has_value());
+    REQUIRE(full->close().has_value());
+    setup = read_trace(sink->copy()).all<fb::SubmitBegin>(fb::EventBody::SubmitBegin).size() - 1;
+  }
+  RecorderOptions options;
+  options.mode = CaptureMode::kFlight;
+  options.flight.start =
+      vtrace::recorder::CapturePoint{vtrace::recorder::CapturePoint::Unit::kSubmit, setup + 1000};
+  options.flight.stop =
+      vtrace::recorder::CapturePoint{vtrace::recorder::CapturePoint::Unit::kSubmit, setup + 1010};
+  auto rec = RecordingRuntime::create(make_reference(), "reference", dir / "range.vtrace", options);
+  REQUIRE(rec.has_value());
+  REQUIRE(wl::run_workload(small_decode(1020), **rec, nullptr).has_value());
+  // Written at the stop point, while the run went on.
+  CHECK((*rec)->flight_stats()->windows_written == 1);
+  REQUIRE((*rec)->close().has_value());
+  const auto w = window_of(dir / "range.vtrace");
+  CHECK(w.trigger == "capture_range");
+  CHECK(w.batches == 10);  // steps 1000 to 1009
+  CHECK(w.submits == 11);  // and the checkpoint's upload
+  CHECK(w.first_event > 1000);
+  const auto replayed = replay(dir / "range.vtrace");
+  CHECK(replayed.checked.readbacks == 10);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("VTRACE_CAPTURE_MODE=flight records a window through open_runtime") {
+  const auto dir = fresh_dir("vtrace_flight_env_test");
+  const auto path = dir / "env.vtrace";
+  ::setenv("VTRACE_CAPTURE", path.c_str(), 1);
+  ::setenv("VTRACE_CAPTURE_MODE", "flight", 1);
+  ::setenv("VTRACE_CAPTURE_WINDOW_BATCHES", "5", 1);
+  auto runtime = vtrace::recorder::open_runtime("reference");
+  ::unsetenv("VTRACE_CAPTURE_WINDOW_BATCHES");
+  ::setenv("VTRACE_CAPTURE_MODE", "sometimes", 1);
+  auto refused = vtrace::recorder::open_runtime("reference");
+  ::unsetenv("VTRACE_CAPTURE_MODE");
+  ::unsetenv("VTRACE_CAPTURE");
+  REQUIRE(refused.has_value());
+  CHECK(dynamic_cast<RecordingRuntime*>(refused->get()) == nullptr);
+  REQUIRE(runtime.has_value());
+  auto* rec = dynamic_cast<RecordingRuntime*>(runtime->get());
+  REQUIRE(rec != nullptr);
+  auto spec = small_decode(12);
+  spec.decode.nan_at_step = 9;
+  REQUIRE(wl::run_workload(spec, *rec, nullptr).has_value());
+  REQUIRE(rec->close().has_value());
+  const auto w = window_of(path);
+  CHECK(w.trigger == "non_finite_readback");
+  CHECK(w.batches == 5);
+  replay(path);
+  std::filesystem::remove_all(dir);
+}
+
+namespace {
+
+// Forwards to the reference runtime; inside its `at`-th submit it copies the flight journals as
+// they are on disk into `snapshot`: what a crash there would leave behind.
+class CrashingRuntime final : public rt::ForwardingRuntime {
+ public:
+  CrashingRuntime(std::filesystem::path dir, std::filesystem::path snapshot, int at)
+      : ForwardingRuntime(make_reference()),
+        dir_(std::move(dir)),
+        snapshot_(std::move(snapshot)),
+        at_(at) {}
+  std::expected<rt::FencePtr, rt::DefinitelyNotSubmitted> submit(rt::Stream& s,
+                                                                 rt::CommandBatch b) override {
+    if (++submits_ == at_) {
+      std::filesystem::create_directories(snapshot_);
+      for (const auto& entry : std::filesystem::directory_iterator(dir_)) {
+        if (entry.path().filename().string().find(".journal-") == std::string::npos) continue;
+        std::filesystem::copy_file(entry.path(), snapshot_ / entry.path().filename());
+      }
+    }
+    return ForwardingRuntime::submit(s, std::move(b));
+  }
+
+ private:
+  std::filesystem::path dir_, snapshot_;
+  int at_;
+  int submits_ = 0;
+};
+
+}  // namespace
+
+TEST_CASE("flight journal: a crash inside a submit leaves the window and its intent on disk") {
+  const auto dir = fresh_dir("vtrace_flight_journal_test");
+  const auto snapshot = fresh_dir("vtrace_flight_journal_snapshot");
+  auto options = flight_options(4);
+  options.flight.journal = true;
+  constexpr int kCrashAt = 31;  // a decode step's submit, well past two journal rotations
+  auto rec = RecordingRuntime::create(std::make_unique<CrashingRuntime>(dir, snapshot, kCrashAt),
+                                      "reference", dir / "w.vtrace", options);
+  REQUIRE(rec.has_value());
+  REQUIRE(wl::run_workload(small_decode(40), **rec, nullptr).has_value());
+  REQUIRE((*rec)->close().has_value());
+  // A clean end leaves no journal.
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    CHECK(entry.path().filename().string().find(".journal-") == std::string::npos);
+  }
+  // What the crash would have left: the journal with more events.
+  std::filesystem::path longest;
+  std::uint64_t most = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(snapshot)) {
+    auto reader = vtrace::schema::TraceReader::open(entry.path());
+    REQUIRE(reader.has_value());
+    if ((*reader)->event_count() > most) {
+      most = (*reader)->event_count();
+      longest = entry.path();
+    }
+  }
+  REQUIRE(!longest.empty());
+  auto source = vtrace::schema::open_file_source(longest);
+  REQUIRE(source.has_value());
+  const auto trace = read_trace(std::move(*source));
+  REQUIRE(!trace.records.empty());
+  // The intent of the submit it died in is the last event on disk.
+  CHECK(std::string(vtrace::schema::event_kind_name(trace.event(trace.records.size() - 1))) ==
+        "SubmitBegin");
+  // At least the last window_batches batches before it, and then that one.
+  CHECK(trace.all<fb::SubmitBegin>(fb::EventBody::SubmitBegin).size() >= 1 + 4 + 1);
+  // It replays on its own, the unfinished submit included.
+  const auto replayed = replay(longest);
+  CHECK_FALSE(replayed.complete);
+  CHECK(replayed.unfinished_submits.size() == 1);
+  CHECK(replayed.checked.readbacks >= 4);
+  std::filesystem::remove_all(dir);
+  std::filesystem::remove_all(snapshot);
 }

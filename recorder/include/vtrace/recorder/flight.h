@@ -37,9 +37,18 @@ enum class FlightTriggerKind : std::uint8_t {
   kSignal,             // "signal" (SIGUSR1)
   kApi,                // "api" (dump_window())
   kWorkloadFailed,     // "workload_failed" (vtrace record, a workload that failed)
+  kCaptureRange,       // "capture_range" (a capture started mid-run: FlightOptions::start)
+  kJournal,            // "journal" (FlightOptions::journal: the window as recorded, on disk)
 };
 // The stable snake_case name stored in the window's metadata.
 std::string_view flight_trigger_name(FlightTriggerKind kind);
+
+// A point of a run: after `count` events, or after `count` submits, have been recorded.
+struct CapturePoint {
+  enum class Unit : std::uint8_t { kEvent, kSubmit };
+  Unit unit = Unit::kSubmit;
+  std::uint64_t count = 0;
+};
 
 // A counter of spec 7.6 by its name ("submissions", "uploaded_bytes", ...).
 struct CounterThreshold {
@@ -61,6 +70,22 @@ struct FlightOptions {
   // Install a SIGUSR1 handler for the recorder's lifetime (the previous one is restored at
   // close()). The handler only sets a flag.
   bool trigger_on_signal = false;
+  // Crash safety: keep the window on disk as it is recorded, in "<stem>.journal-1<ext>" and
+  // "<stem>.journal-2<ext>" (written as .partial files, so a crash leaves them recoverable like a
+  // cut trace). A journal starts at a checkpoint with the same prologue as a window and streams
+  // every event after it; each SubmitBegin is flushed before the wrapped submit runs (as
+  // flush_before_submit in full mode). A new journal starts when the current one holds
+  // 2 * window_batches batches; the older one is deleted once the newer holds window_batches,
+  // so after a crash the journal with more events holds at least the last window_batches
+  // batches. Both are deleted at close(). Off by default: it costs a full capture's writing.
+  bool journal = false;
+  // A capture that starts mid-run (VTRACE_CAPTURE_START/STOP): nothing before `start` is held
+  // (only the live objects); at the first quiescent call boundary at or after it a checkpoint
+  // starts the capture, which holds everything from then on (no window bound) until `stop`
+  // (or close()), where it is written as one trace (trigger kCaptureRange) and recording ends.
+  // The other triggers are off in this form.
+  std::optional<CapturePoint> start;
+  std::optional<CapturePoint> stop;
 };
 
 // What the flight recorder holds and wrote (RecordingRuntime::flight_stats()).
