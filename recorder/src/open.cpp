@@ -116,6 +116,9 @@ rt::Result<void> flight_from_env(RecorderOptions& recorder) {
   f.window_bytes = *mib << 20;
   f.max_windows = *windows;
   f.trigger_on_signal = *signal == 1;
+  auto journal = env_number<int>("VTRACE_CAPTURE_JOURNAL", 0, 0, 1);
+  if (!journal) return std::unexpected(journal.error());
+  f.journal = *journal == 1;
   if (const char* errors = std::getenv("VTRACE_CAPTURE_TRIGGER_ERRORS");
       errors != nullptr && *errors != '\0') {
     std::string_view rest(errors);

@@ -231,7 +231,12 @@ rt::CounterSnapshot counters_plus(const rt::CounterSnapshot& a, const rt::Counte
 
 std::optional<rt::CounterSnapshot> RecordingRuntime::State::product_counters() const {
   auto c = inner->counter_snapshot();
-  if (c) *c = counters_minus(*c, private_traffic);
+  // Only flight mode's checkpoints move private_traffic (under `mu`); full mode has nothing to
+  // subtract, and its summary asks with `mu` held.
+  if (c && flight) {
+    std::lock_guard lock(mu);
+    *c = counters_minus(*c, private_traffic);
+  }
   return c;
 }
 

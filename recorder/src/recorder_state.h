@@ -139,6 +139,7 @@ struct RecordingRuntime::State {
 
   // The wrapped runtime's counters less what the recorder's own checkpoint reads moved: what the
   // product's calls moved (RecordingRuntime::counter_snapshot and every recorded snapshot).
+  // Without `mu` in flight mode (it takes it).
   std::optional<runtime::CounterSnapshot> product_counters() const;
 
   // Flight mode, with `order` held and `mu` not: at the start of every recorded call (a SIGUSR1
