@@ -1,8 +1,10 @@
 // vtrace record --workload W [--runtime R] [--seed S] [--steps N] [--level L] -o out.vtrace
 //               [--threads N] [--isa NAME] [--device-memory SIZE]
+//               [--mode full|flight [--window-batches N] [--window-mib M]] [--nan-at-step K]
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <expected>
 #include <filesystem>
 #include <optional>
 
@@ -30,8 +32,60 @@ struct RecordOptions {
   std::uint32_t layers = workloads::DecodeOptions{}.layers;
   std::uint32_t participants = workloads::DecodeOptions{}.participants;
   std::optional<std::string> weights;
+  std::optional<std::uint32_t> nan_at_step;
+  // Flight mode (docs/FLIGHT.md).
+  std::string mode = "full";
+  std::optional<std::uint64_t> window_batches;
+  std::optional<std::uint64_t> window_mib;
   RuntimeFlags runtime_flags;
 };
+
+// The recorder options of --mode and its window options; a usage sentence when they do not fit.
+std::expected<recorder::RecorderOptions, std::string> capture_options(const RecordOptions& o) {
+  recorder::RecorderOptions r;
+  if (o.mode == "full") {
+    if (o.window_batches || o.window_mib) {
+      return std::unexpected(fmt::format("{} needs --mode flight (it sizes the flight window)",
+                                         o.window_batches ? "--window-batches" : "--window-mib"));
+    }
+    return r;
+  }
+  if (o.mode != "flight") {
+    return std::unexpected(fmt::format("--mode takes full or flight, not `{}`", o.mode));
+  }
+  r.mode = recorder::CaptureMode::kFlight;
+  if (o.window_batches) {
+    if (*o.window_batches == 0) return std::unexpected("--window-batches takes 1 or more, not 0");
+    r.flight.window_batches = *o.window_batches;
+  }
+  if (o.window_mib) {
+    if (*o.window_mib == 0 || *o.window_mib > (1u << 20)) {
+      return std::unexpected(
+          fmt::format("--window-mib takes 1 to 1048576 (MiB), not {}", *o.window_mib));
+    }
+    r.flight.window_bytes = *o.window_mib << 20;
+  }
+  r.flight.trigger_on_signal = true;
+  return r;
+}
+
+// "2 windows written: w.vtrace (non_finite_readback at event 4017, 16 batches), ...".
+void print_windows(const recorder::FlightStats& stats, const std::string& output) {
+  if (stats.windows_written == 0) {
+    fmt::print(
+        "flight recorder: no trigger fired, nothing written ({} held at most, {} "
+        "checkpoints)\n",
+        human_bytes(stats.peak_held_bytes), stats.checkpoints);
+    return;
+  }
+  fmt::print("flight recorder: {} window{} written beside {} ({} held at most, {} checkpoints{})\n",
+             stats.windows_written, stats.windows_written == 1 ? "" : "s", output,
+             human_bytes(stats.peak_held_bytes), stats.checkpoints,
+             stats.windows_not_written > 0
+                 ? fmt::format(", {} trigger(s) not written: {}", stats.windows_not_written,
+                               stats.last_error)
+                 : "");
+}
 
 // The workload options given on the command line that `kind` does not read (workload_takes):
 // "workload `tiny` does not take --steps (it takes no workload options)", or nullopt.
@@ -75,7 +129,13 @@ int run_record(const RecordOptions& o, const CLI::App& cmd, const GlobalOptions&
   spec.kind = *kind;
   spec.seed = o.seed;
   spec.decode = {
-      o.hidden, o.ffn, o.layers, o.participants, spec.decode.steps, o.weights.value_or("")};
+      o.hidden,     o.ffn, o.layers, o.participants, spec.decode.steps, o.weights.value_or(""),
+      o.nan_at_step};
+  auto capture = capture_options(o);
+  if (!capture) {
+    print_error(capture.error());
+    return kExitUsage;
+  }
   if (o.steps) {
     spec.decode.steps = *o.steps;
     spec.contract.rounds = *o.steps;
@@ -118,7 +178,8 @@ int run_record(const RecordOptions& o, const CLI::App& cmd, const GlobalOptions&
     }
     foreign = std::move(*opened);
   }
-  recorder::RecorderOptions recorder_options;
+  recorder::RecorderOptions recorder_options = std::move(*capture);
+  const bool flight = recorder_options.mode == recorder::CaptureMode::kFlight;
   recorder_options.writer.zstd_level = o.level;
   recorder_options.workload_description = spec.describe();
   auto recording = recorder::RecordingRuntime::create(std::move(*inner), o.runtime, o.output,
@@ -128,6 +189,12 @@ int run_record(const RecordOptions& o, const CLI::App& cmd, const GlobalOptions&
     return kExitUsage;
   }
   auto report = workloads::run_workload(spec, **recording, foreign.get());
+  if (flight && !report) {
+    // A failed workload is a trigger too: the window that led to the failure.
+    (void)(*recording)
+        ->dump_window(recorder::FlightTriggerKind::kWorkloadFailed, report.error().message);
+  }
+  const auto flight_stats = (*recording)->flight_stats();
   auto closed = (*recording)->close();
   if (!closed) {
     print_error(about_file(o.output, fmt::format("writing the trace failed: {}{}",
@@ -135,10 +202,17 @@ int run_record(const RecordOptions& o, const CLI::App& cmd, const GlobalOptions&
     return kExitUsage;
   }
   if (!report) {
-    print_error(fmt::format("workload `{}` failed on runtime `{}`: {} (the trace {} holds the "
-                            "calls up to the failure)",
-                            o.workload, o.runtime, report.error().message, o.output));
+    print_error(fmt::format(
+        "workload `{}` failed on runtime `{}`: {} ({})", o.workload, o.runtime,
+        report.error().message,
+        flight ? fmt::format("flight windows: {} written beside {}",
+                             flight_stats ? flight_stats->windows_written : 0, o.output)
+               : fmt::format("the trace {} holds the calls up to the failure", o.output)));
     return kExitMismatch;
+  }
+  if (flight && flight_stats) {
+    if (!global.quiet) print_windows(*flight_stats, o.output);
+    return kExitOk;
   }
   if (!global.quiet) {
     fmt::print("recorded {} on {}: {} events, {} payloads ({} raw), {} in {}\n",
@@ -175,6 +249,16 @@ void add_record_command(CLI::App& app, const GlobalOptions& global, RunFunction*
       ->capture_default_str();
   cmd->add_option("--weights", options->weights,
                   "decode: safetensors file to use instead of generated weights");
+  cmd->add_option("--nan-at-step", options->nan_at_step,
+                  "decode: the first activation of step K (0-based) is a NaN (an injected fault)");
+  cmd->add_option("--mode", options->mode,
+                  "full: every call to -o; flight: a bounded window in memory, written to -o "
+                  "(then -o's stem.2, .3...) when a trigger fires (docs/FLIGHT.md)")
+      ->capture_default_str();
+  cmd->add_option("--window-batches", options->window_batches,
+                  "flight: the window's last N batches (default 16)");
+  cmd->add_option("--window-mib", options->window_mib,
+                  "flight: at most M MiB of events and payloads held (default 256)");
   add_runtime_flags(*cmd, options->runtime_flags,
                     "the runtime's own: reference 64MiB, cpu and cpu-splitk 4GiB");
   cmd->callback([options, cmd, &global, run]() {

@@ -22,6 +22,8 @@
 // them), which the second phase writes.
 #pragma once
 
+#include <fmt/format.h>
+
 #include <cstdint>
 #include <expected>
 #include <memory>
@@ -74,7 +76,15 @@ class Event {
   template <typename T>
   flatbuffers::Offset<fb::Error> error_of(const rt::Result<T>& r) {
     if (r) return {};
+    failed(r.error());
     return error(r.error());
+  }
+  // A call that failed with `e` (flight mode: the call-error trigger).
+  void failed(const rt::RuntimeError& e) {
+    if (s_.flight && s_.options.flight.trigger_on_errors.contains(e.kind())) {
+      s_.fire_locked(FlightTriggerKind::kCallError,
+                     fmt::format("{}: {}", rt::error_kind_name(e.kind()), e.message()));
+    }
   }
   void count_submit() { ++s_.submits; }
   void count_upload(std::uint64_t bytes) { s_.upload_bytes += bytes; }
@@ -96,11 +106,33 @@ struct BodyTable<flatbuffers::Offset<T>> {
 // One recorded call: holds the order lock from construction to destruction.
 class Call {
  public:
-  explicit Call(RecordingRuntime::State& s) : s_(s), order_(s.order) {}
+  explicit Call(RecordingRuntime::State& s) : s_(s), order_(s.order) { s_.at_call_start(); }
+  ~Call() { s_.at_call_end(); }
   Call(const Call&) = delete;
   Call& operator=(const Call&) = delete;
 
   rt::DeviceRuntime& inner() const { return *s_.inner; }
+  // The product's counters (the wrapped runtime's less the recorder's own checkpoint traffic).
+  std::optional<rt::CounterSnapshot> counters_now() const { return s_.product_counters(); }
+  // Flight mode: the wrapped handle of a new own buffer, for checkpoints.
+  void note_buffer(const std::optional<std::uint64_t>& ordinal, const rt::Buffer* inner_buffer) {
+    if (!ordinal || !s_.flight || nested()) return;
+    const std::lock_guard lock(s_.mu);
+    s_.flight->note_buffer(*ordinal, inner_buffer);
+  }
+  // Flight mode: a readback that returned a NaN or an Inf fires the trigger (after event `seq`).
+  void check_readback(std::optional<std::uint64_t> seq, std::span<const std::uint8_t> bytes,
+                      rt::ElementType type) {
+    if (!seq || !s_.flight || !s_.options.flight.trigger_on_non_finite_readback || nested()) {
+      return;
+    }
+    const auto at = first_non_finite(bytes, type);
+    if (!at) return;
+    const std::lock_guard lock(s_.mu);
+    s_.fire_locked(FlightTriggerKind::kNonFiniteReadback,
+                   fmt::format("element {} of the readback at event {} is not finite", *at, *seq),
+                   *seq);
+  }
   const RecorderOptions& options() const { return s_.options; }
   // Payloads and flushes, outside an event (they take `mu` only when the trace fails).
   std::optional<schema::BlobId> put_blob(std::span<const std::uint8_t> bytes,
@@ -172,6 +204,7 @@ class Call {
   void counters(std::optional<std::uint64_t> after_seq,
                 const std::optional<rt::CounterSnapshot>& c) {
     if (!after_seq || !c) return;
+    threshold(*c);
     record([&](Event& e) {
       const auto counters = schema::to_fb(*c);
       return fb::CreateCounterSnapshot(e.fbb(), *after_seq, &counters);
@@ -191,6 +224,19 @@ class Call {
   }
 
  private:
+  // Flight mode: the counter threshold, once, at the snapshot about to be recorded.
+  void threshold(const rt::CounterSnapshot& c) {
+    const auto& t = s_.options.flight.counter_threshold;
+    if (!s_.flight || !t || nested()) return;
+    const std::lock_guard lock(s_.mu);
+    if (s_.threshold_fired) return;
+    const auto value = counter_value(c, t->counter);
+    if (!value || *value < t->at_least) return;
+    s_.threshold_fired = true;
+    s_.fire_locked(FlightTriggerKind::kCounterThreshold,
+                   fmt::format("{} = {} (threshold {})", t->counter, *value, t->at_least));
+  }
+
   // A bracket call made from inside an event's phases (a bug: it would interleave two events in
   // one builder, or re-lock `mu`) is refused, and recording stops; `mu` is held by this thread.
   bool nested() {

@@ -1,5 +1,7 @@
 #include "vtrace/recorder/open.h"
 
+#include <fmt/format.h>
+
 #include <atomic>
 #include <charconv>
 #include <cstdio>
@@ -7,8 +9,7 @@
 #include <filesystem>
 #include <string>
 
-#include <fmt/format.h>
-
+#include "flight_recorder.h"
 #include "vtrace/recorder/recording_runtime.h"
 #include "vtrace/schema/byte_io.h"
 #include "vtrace/schema/trace_error.h"
@@ -53,6 +54,106 @@ std::filesystem::path capture_path(const std::filesystem::path& path) {
   return numbered;
 }
 
+// VTRACE_CAPTURE_START / STOP: "submit:N" or "event:N"; nullopt when unset.
+rt::Result<std::optional<CapturePoint>> capture_point(const char* variable) {
+  const char* text = std::getenv(variable);
+  if (text == nullptr || *text == '\0') return std::nullopt;
+  const std::string_view t(text);
+  const auto colon = t.find(':');
+  const auto unit = t.substr(0, colon);
+  const auto number = colon == std::string_view::npos ? std::string_view{} : t.substr(colon + 1);
+  std::uint64_t count = 0;
+  auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), count);
+  if ((unit != "submit" && unit != "event") || number.empty() || ec != std::errc() ||
+      end != number.data() + number.size()) {
+    return std::unexpected(
+        env_error(variable, t, "expected submit:N (after N submits) or event:N (after N events)"));
+  }
+  return CapturePoint{unit == "event" ? CapturePoint::Unit::kEvent : CapturePoint::Unit::kSubmit,
+                      count};
+}
+
+// VTRACE_CAPTURE_MODE, the flight window's variables and VTRACE_CAPTURE_START/STOP (open.h).
+rt::Result<void> flight_from_env(RecorderOptions& recorder) {
+  const char* mode = std::getenv("VTRACE_CAPTURE_MODE");
+  const std::string_view m = mode == nullptr ? "" : mode;
+  auto start = capture_point("VTRACE_CAPTURE_START");
+  if (!start) return std::unexpected(start.error());
+  auto stop = capture_point("VTRACE_CAPTURE_STOP");
+  if (!stop) return std::unexpected(stop.error());
+  if (*stop && !*start) {
+    return std::unexpected(env_error("VTRACE_CAPTURE_STOP", std::getenv("VTRACE_CAPTURE_STOP"),
+                                     "it needs VTRACE_CAPTURE_START"));
+  }
+  if (*start) {
+    if (m == "flight") {
+      return std::unexpected(env_error("VTRACE_CAPTURE_MODE", m,
+                                       "a capture started mid-run (VTRACE_CAPTURE_START) is "
+                                       "not a flight window: leave the mode unset"));
+    }
+    recorder.mode = CaptureMode::kFlight;
+    recorder.flight.start = *start;
+    recorder.flight.stop = *stop;
+    return {};
+  }
+  if (m.empty() || m == "full") return {};
+  if (m != "flight") {
+    return std::unexpected(env_error("VTRACE_CAPTURE_MODE", m, "expected full or flight"));
+  }
+  recorder.mode = CaptureMode::kFlight;
+  auto& f = recorder.flight;
+  auto batches =
+      env_number<std::uint64_t>("VTRACE_CAPTURE_WINDOW_BATCHES", f.window_batches, 1, 1ull << 32);
+  if (!batches) return std::unexpected(batches.error());
+  auto mib =
+      env_number<std::uint64_t>("VTRACE_CAPTURE_WINDOW_MIB", f.window_bytes >> 20, 1, 1ull << 20);
+  if (!mib) return std::unexpected(mib.error());
+  auto windows = env_number<std::uint32_t>("VTRACE_CAPTURE_MAX_WINDOWS", f.max_windows, 1, 1000);
+  if (!windows) return std::unexpected(windows.error());
+  auto signal = env_number<int>("VTRACE_CAPTURE_SIGNAL", 1, 0, 1);
+  if (!signal) return std::unexpected(signal.error());
+  f.window_batches = *batches;
+  f.window_bytes = *mib << 20;
+  f.max_windows = *windows;
+  f.trigger_on_signal = *signal == 1;
+  auto journal = env_number<int>("VTRACE_CAPTURE_JOURNAL", 0, 0, 1);
+  if (!journal) return std::unexpected(journal.error());
+  f.journal = *journal == 1;
+  if (const char* errors = std::getenv("VTRACE_CAPTURE_TRIGGER_ERRORS");
+      errors != nullptr && *errors != '\0') {
+    std::string_view rest(errors);
+    while (!rest.empty()) {
+      const auto comma = rest.find(',');
+      const auto word = rest.substr(0, comma);
+      auto kind = rt::parse_error_kind(word);
+      if (!kind) {
+        return std::unexpected(env_error("VTRACE_CAPTURE_TRIGGER_ERRORS", errors,
+                                         fmt::format("`{}` is no error kind name", word)));
+      }
+      f.trigger_on_errors.insert(*kind);
+      rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+    }
+  }
+  if (const char* threshold = std::getenv("VTRACE_CAPTURE_TRIGGER_COUNTER");
+      threshold != nullptr && *threshold != '\0') {
+    // counter>=N
+    const std::string_view t(threshold);
+    const auto at = t.find(">=");
+    std::uint64_t value = 0;
+    const auto number = at == std::string_view::npos ? std::string_view{} : t.substr(at + 2);
+    auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), value);
+    rt::CounterSnapshot probe;
+    if (at == std::string_view::npos || number.empty() || ec != std::errc() ||
+        end != number.data() + number.size() || !detail::counter_value(probe, t.substr(0, at))) {
+      return std::unexpected(env_error("VTRACE_CAPTURE_TRIGGER_COUNTER", t,
+                                       "expected COUNTER>=N with a counter of spec 7.6 "
+                                       "(submissions, commands, uploaded_bytes, ...)"));
+    }
+    f.counter_threshold = CounterThreshold{std::string(t.substr(0, at)), value};
+  }
+  return {};
+}
+
 }  // namespace
 
 // Capture must never change what the product sees: when capture cannot start (a bad variable,
@@ -84,11 +185,18 @@ rt::Result<std::unique_ptr<rt::DeviceRuntime>> open_runtime(std::string_view nam
   if (const char* workload = std::getenv("VTRACE_CAPTURE_WORKLOAD")) {
     recorder.workload_description = workload;
   }
+  if (auto flight = flight_from_env(recorder); !flight) return without_capture(flight.error());
 
   // The trace file first, then the recorder through wrap(), which leaves the runtime in place
   // when it fails: the product runs on the one runtime the registry opened (a device is never
   // opened twice).
   const auto path = capture_path(capture);
+  if (recorder.mode == CaptureMode::kFlight) {
+    // Nothing is created until a trigger fires: the windows go to `path` and its siblings.
+    auto recording = RecordingRuntime::wrap(*runtime, std::string(name), path, std::move(recorder));
+    if (recording) return std::unique_ptr<rt::DeviceRuntime>(std::move(*recording));
+    return without_capture(recording.error());
+  }
   auto sink = schema::open_file_sink(path);
   if (!sink) {
     return without_capture(rt::RuntimeError(

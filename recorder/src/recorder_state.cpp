@@ -1,8 +1,12 @@
 #include "recorder_state.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <string_view>
 #include <utility>
+
+#include "signal_flag.h"
 
 namespace vtrace::recorder {
 
@@ -10,6 +14,39 @@ namespace rt = vtrace::runtime;
 using schema::to_fb;
 
 namespace detail {
+
+std::optional<std::uint64_t> first_non_finite(std::span<const std::uint8_t> bytes,
+                                              rt::ElementType type) {
+  const auto scan = [&](std::size_t width, auto non_finite) -> std::optional<std::uint64_t> {
+    for (std::size_t i = 0; i + width <= bytes.size(); i += width) {
+      std::uint32_t v = 0;
+      for (std::size_t b = 0; b < width; ++b) v |= std::uint32_t{bytes[i + b]} << (8 * b);
+      if (non_finite(v)) return i / width;
+    }
+    return std::nullopt;
+  };
+  switch (type) {
+    case rt::ElementType::kF16:
+      return scan(2, [](std::uint32_t v) { return (v & 0x7c00u) == 0x7c00u; });
+    case rt::ElementType::kBf16:
+      return scan(2, [](std::uint32_t v) { return (v & 0x7f80u) == 0x7f80u; });
+    case rt::ElementType::kF32:
+      return scan(4, [](std::uint32_t v) { return (v & 0x7f800000u) == 0x7f800000u; });
+    default:
+      return std::nullopt;
+  }
+}
+
+std::optional<std::uint64_t> counter_value(const rt::CounterSnapshot& c, std::string_view name) {
+  if (name == "allocations") return c.allocations;
+  if (name == "live_allocations") return c.live_allocations;
+  if (name == "submissions") return c.submissions;
+  if (name == "commands") return c.commands;
+  if (name == "uploaded_bytes") return c.uploaded_bytes;
+  if (name == "dense_linear_launches") return c.dense_linear_launches;
+  if (name == "readback_bytes") return c.readback_bytes;
+  return std::nullopt;
+}
 
 rt::CommandBatch unwrap(rt::CommandBatch batch) {
   rt::CommandBatch out(batch.timing_mode(), batch.compute_path_requirement());
@@ -35,6 +72,10 @@ rt::CommandBatch unwrap(rt::CommandBatch batch) {
 std::optional<schema::BlobId> RecordingRuntime::State::put_blob(std::span<const std::uint8_t> bytes,
                                                                 std::uint32_t element_bytes) {
   if (!active.load()) return std::nullopt;
+  if (flight) {
+    std::lock_guard lock(mu);
+    return flight->put_blob(bytes, element_bytes);
+  }
   auto id = writer->put_blob(bytes, element_bytes);
   if (!id) {
     std::lock_guard lock(mu);
@@ -46,6 +87,11 @@ std::optional<schema::BlobId> RecordingRuntime::State::put_blob(std::span<const 
 
 void RecordingRuntime::State::flush() {
   if (!active.load()) return;
+  if (flight) {
+    std::lock_guard lock(mu);
+    flight->flush();
+    return;
+  }
   auto flushed = writer->flush();
   if (!flushed) {
     std::lock_guard lock(mu);
@@ -58,6 +104,13 @@ std::uint64_t RecordingRuntime::State::emit_locked(fb::EventBody type,
   const std::uint64_t this_seq = seq;
   auto event = fb::CreateEvent(fbb, this_seq, type, body);
   fbb.Finish(event);
+  if (flight) {
+    flight->on_event(this_seq, type, std::span(fbb.GetBufferPointer(), fbb.GetSize()));
+    fbb.Clear();
+    ++event_counts[static_cast<std::size_t>(type)];
+    ++seq;
+    return this_seq;
+  }
   auto appended = writer->append_event(std::span(fbb.GetBufferPointer(), fbb.GetSize()));
   fbb.Clear();
   if (!appended) {
@@ -86,6 +139,24 @@ std::uint64_t RecordingRuntime::State::events_recorded() const {
 RecorderCloseResult RecordingRuntime::State::close_locked() {
   if (close_result) return *close_result;
   const bool was_active = active.exchange(false);
+  if (flight) {
+    if (was_active && options.flight.start && flight->capturing()) {
+      // A mid-run capture without a stop point ends here.
+      active.store(true);
+      (void)write_window_locked(FlightTriggerKind::kCaptureRange, range_detail(), std::nullopt);
+      active.store(false);
+    }
+    if (options.flight.trigger_on_signal) detail::release_window_signal();
+    flight->end_journals();
+    schema::TraceWriteStats stats;
+    stats.events = seq;
+    if (!was_active && first_error) {
+      close_result = std::unexpected(*first_error);
+    } else {
+      close_result = stats;
+    }
+    return *close_result;
+  }
   auto summary = build_summary_locked();
   auto closed = writer->close(summary);
   // The writer reports the original sink error; the recorder may only have seen the
@@ -115,7 +186,7 @@ std::vector<std::uint8_t> RecordingRuntime::State::build_summary_locked() {
         fb::CreateEventKindCount(fbb, fbb.CreateString(name.data(), name.size()), count));
   }
   auto counts_v = fbb.CreateVector(counts);
-  const auto final_counters = inner->counter_snapshot();
+  const auto final_counters = product_counters();
   std::optional<fb::Counters> fc;
   if (final_counters) fc = to_fb(*final_counters);
   const auto stats = writer->stats();
@@ -134,6 +205,162 @@ std::vector<std::uint8_t> RecordingRuntime::State::build_summary_locked() {
   std::vector<std::uint8_t> out(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
   fbb.Clear();
   return out;
+}
+
+}  // namespace vtrace::recorder
+
+namespace vtrace::recorder {
+
+namespace {
+
+rt::CounterSnapshot counters_minus(const rt::CounterSnapshot& a, const rt::CounterSnapshot& b) {
+  return {a.allocations - b.allocations,       a.live_allocations - b.live_allocations,
+          a.submissions - b.submissions,       a.commands - b.commands,
+          a.uploaded_bytes - b.uploaded_bytes, a.dense_linear_launches - b.dense_linear_launches,
+          a.readback_bytes - b.readback_bytes};
+}
+
+rt::CounterSnapshot counters_plus(const rt::CounterSnapshot& a, const rt::CounterSnapshot& b) {
+  return {a.allocations + b.allocations,       a.live_allocations + b.live_allocations,
+          a.submissions + b.submissions,       a.commands + b.commands,
+          a.uploaded_bytes + b.uploaded_bytes, a.dense_linear_launches + b.dense_linear_launches,
+          a.readback_bytes + b.readback_bytes};
+}
+
+}  // namespace
+
+std::optional<rt::CounterSnapshot> RecordingRuntime::State::product_counters() const {
+  auto c = inner->counter_snapshot();
+  // Only flight mode's checkpoints move private_traffic (under `mu`); full mode has nothing to
+  // subtract, and its summary asks with `mu` held.
+  if (c && flight) {
+    std::lock_guard lock(mu);
+    *c = counters_minus(*c, private_traffic);
+  }
+  return c;
+}
+
+std::string RecordingRuntime::State::range_detail() const {
+  const auto point = [](const std::optional<CapturePoint>& p) {
+    if (!p) return std::string("close");
+    return fmt::format("{} {}", p->unit == CapturePoint::Unit::kEvent ? "event" : "submit",
+                       p->count);
+  };
+  return fmt::format("from {} to {}", point(options.flight.start), point(options.flight.stop));
+}
+
+void RecordingRuntime::State::at_call_start() {
+  if (!flight || !active.load()) return;
+  if (const auto& start = options.flight.start) {
+    const auto reached = [&](const CapturePoint& p) {
+      return (p.unit == CapturePoint::Unit::kEvent ? seq : flight->submits()) >= p.count;
+    };
+    // The capture ends, as it starts, at a quiescent boundary: its last batch is complete.
+    if (flight->capturing() && options.flight.stop && reached(*options.flight.stop) &&
+        flight->quiescent()) {
+      std::lock_guard lock(mu);
+      (void)write_window_locked(FlightTriggerKind::kCaptureRange, range_detail(), std::nullopt);
+      active.store(false);  // the capture is over; the product goes on unrecorded
+      return;
+    }
+    if (!flight->capturing() && reached(*start)) {
+      std::lock_guard lock(mu);
+      flight->start_reached();
+    }
+  }
+  if (options.flight.trigger_on_signal && !options.flight.start) {
+    const std::uint64_t signals = detail::window_signals();
+    if (signals != signals_seen) {
+      signals_seen = signals;
+      (void)write_window(FlightTriggerKind::kSignal, "SIGUSR1", std::nullopt);
+    }
+  }
+  std::lock_guard lock(mu);
+  if (!flight->checkpoint_ready()) return;
+  // Everything the checkpoint does on the wrapped runtime is hidden from the product's counters.
+  const auto before = inner->counter_snapshot();
+  if (!flight_stream) {
+    auto stream = inner->create_stream();
+    if (stream) flight_stream = std::move(*stream);
+  }
+  rt::Result<void> taken = std::unexpected(
+      rt::RuntimeError(rt::ErrorKind::kInternal, "flight recorder: no stream of its own"));
+  if (flight_stream) {
+    const auto product =
+        before ? std::optional(counters_minus(*before, private_traffic)) : std::nullopt;
+    taken = flight->checkpoint(*inner, *flight_stream, product, unused_ordinals_locked());
+  }
+  if (const auto after = inner->counter_snapshot(); before && after) {
+    private_traffic = counters_plus(private_traffic, counters_minus(*after, *before));
+  }
+  if (!taken) {
+    flight->checkpoint_skipped();
+    last_window_error = fmt::format("checkpoint not taken: {}", taken.error().message());
+  }
+}
+
+void RecordingRuntime::State::fire_locked(FlightTriggerKind kind, std::string detail,
+                                          std::optional<std::uint64_t> at) {
+  if (!flight || pending_trigger || options.flight.start) return;
+  pending_trigger.emplace(kind, std::move(detail));
+  pending_trigger_seq = at.value_or(seq);
+}
+
+void RecordingRuntime::State::at_call_end() {
+  if (!flight) return;
+  std::optional<std::pair<FlightTriggerKind, std::string>> fired;
+  std::uint64_t at = 0;
+  {
+    std::lock_guard lock(mu);
+    fired = std::exchange(pending_trigger, std::nullopt);
+    at = pending_trigger_seq;
+  }
+  if (fired) (void)write_window(fired->first, std::move(fired->second), at);
+}
+
+schema::TraceResult<std::filesystem::path> RecordingRuntime::State::write_window(
+    FlightTriggerKind kind, std::string detail, std::optional<std::uint64_t> trigger_seq) {
+  std::lock_guard lock(mu);
+  return write_window_locked(kind, std::move(detail), trigger_seq);
+}
+
+schema::TraceResult<std::filesystem::path> RecordingRuntime::State::write_window_locked(
+    FlightTriggerKind kind, std::string detail, std::optional<std::uint64_t> trigger_seq) {
+  const auto refused = [&](std::string why) -> schema::TraceResult<std::filesystem::path> {
+    last_window_error = why;
+    return std::unexpected(schema::TraceError{schema::TraceErrorKind::kWriterFailed, why});
+  };
+  if (!flight) return refused("not in flight mode: there is no window to write");
+  if (!active.load()) return refused("the recording is closed or failed: no window written");
+  if (!flight->may_write_window()) {
+    return refused(
+        fmt::format("{} windows already written (the maximum): this {} trigger wrote "
+                    "none",
+                    options.flight.max_windows, flight_trigger_name(kind)));
+  }
+  auto written =
+      flight->write_window({kind, std::move(detail)}, trigger_seq.value_or(seq == 0 ? 0 : seq - 1),
+                           unused_ordinals_locked());
+  if (!written) last_window_error = written.error().message;
+  return written;
+}
+
+void RecordingRuntime::State::start_signal_trigger() {
+  detail::acquire_window_signal();
+  signals_seen = detail::window_signals();
+}
+
+detail::Ordinals RecordingRuntime::State::unused_ordinals_locked() const {
+  return {next_own[schema::index_of(detail::kStream)], next_own[schema::index_of(detail::kCommand)],
+          next_own[schema::index_of(detail::kFence)]};
+}
+
+std::optional<FlightStats> RecordingRuntime::State::flight_stats() const {
+  std::lock_guard lock(mu);
+  if (!flight) return std::nullopt;
+  auto s = flight->stats();
+  s.last_error = last_window_error;
+  return s;
 }
 
 }  // namespace vtrace::recorder

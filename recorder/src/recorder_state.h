@@ -16,6 +16,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "flight_recorder.h"
 #include "vtrace/recorder/recording_runtime.h"
 #include "vtrace/schema/events.h"
 #include "vtrace/schema/objects.h"
@@ -99,7 +100,11 @@ class Event;
 struct RecordingRuntime::State {
   // Declared first so it is destroyed last: the writer and the wrappers go before the runtime.
   std::unique_ptr<runtime::DeviceRuntime> inner;
-  std::unique_ptr<schema::TraceWriter> writer;
+  std::unique_ptr<schema::TraceWriter> writer;  // null in flight mode
+  // Flight mode (docs/FLIGHT.md): the ring instead of the writer, and the recorder's own stream
+  // on `inner` for checkpoints (created at the first one, destroyed before `inner`).
+  std::unique_ptr<detail::FlightRecorder> flight;
+  runtime::StreamPtr flight_stream;
   RecorderOptions options;
   std::string runtime_name;
 
@@ -132,6 +137,38 @@ struct RecordingRuntime::State {
   // Without `mu`.
   void flush();
 
+  // The wrapped runtime's counters less what the recorder's own checkpoint reads moved: what the
+  // product's calls moved (RecordingRuntime::counter_snapshot and every recorded snapshot).
+  // Without `mu` in flight mode (it takes it).
+  std::optional<runtime::CounterSnapshot> product_counters() const;
+
+  // Flight mode, with `order` held and `mu` not: at the start of every recorded call (a SIGUSR1
+  // seen since the last call writes a window; a due checkpoint is taken), and at its end (a
+  // trigger fired during the call writes a window).
+  void at_call_start();
+  void at_call_end();
+  // With `mu` held: a trigger fired by the event about to be emitted (the first of a call wins).
+  // `at`: the triggering event's ordinal (default: the event about to be emitted).
+  void fire_locked(FlightTriggerKind kind, std::string detail,
+                   std::optional<std::uint64_t> at = std::nullopt);
+  // With `order` held: writes the window now.
+  // trigger_seq: the triggering event (nullopt: the last event recorded).
+  schema::TraceResult<std::filesystem::path> write_window(FlightTriggerKind kind,
+                                                          std::string detail,
+                                                          std::optional<std::uint64_t> trigger_seq);
+  // With `order` and `mu` held.
+  schema::TraceResult<std::filesystem::path> write_window_locked(
+      FlightTriggerKind kind, std::string detail, std::optional<std::uint64_t> trigger_seq);
+  // Flight mode: installs the SIGUSR1 handler; only signals from now on count.
+  void start_signal_trigger();
+  // Flight mode: events built with every scalar stored, so a window can renumber them in place.
+  void force_defaults() { fbb.ForceDefaults(true); }
+  std::optional<FlightStats> flight_stats() const;
+  // With `mu` held: the next ordinals of the kinds a window's prologue creates.
+  detail::Ordinals unused_ordinals_locked() const;
+  // A mid-run capture's CaptureWindowRecord detail ("from submit 1000 to submit 1010").
+  std::string range_detail() const;
+
   // The RuntimeOpened event (from wrap(), before the recorder is handed out).
   void record_opened();
   // With `order` and `mu` held: the summary and footer, once.
@@ -153,6 +190,15 @@ struct RecordingRuntime::State {
   std::uint64_t submits = 0;
   std::uint64_t upload_bytes = 0;
   std::uint64_t readback_bytes = 0;
+
+  // Flight mode: what the checkpoints moved on the wrapped runtime's counters; the trigger fired
+  // during the current call; the SIGUSR1 count already acted on; the counter threshold, once.
+  runtime::CounterSnapshot private_traffic{};
+  std::optional<std::pair<FlightTriggerKind, std::string>> pending_trigger;
+  std::uint64_t pending_trigger_seq = 0;
+  std::uint64_t signals_seen = 0;
+  bool threshold_fired = false;
+  std::string last_window_error;
 
   // ---- with `mu` held ----
 

@@ -14,6 +14,7 @@
 
 #include "call_bracket.h"
 #include "recorder_state.h"
+#include "signal_flag.h"
 #include "vtrace/schema/events.h"
 
 namespace vtrace::recorder {
@@ -35,9 +36,18 @@ RecordingRuntime::RecordingRuntime(std::unique_ptr<State> state) : state_(std::m
 rt::Result<std::unique_ptr<RecordingRuntime>> RecordingRuntime::create(
     std::unique_ptr<rt::DeviceRuntime> inner, std::string runtime_name,
     const std::filesystem::path& trace_path, RecorderOptions options) {
+  return wrap(inner, std::move(runtime_name), trace_path, std::move(options));
+}
+
+rt::Result<std::unique_ptr<RecordingRuntime>> RecordingRuntime::wrap(
+    std::unique_ptr<rt::DeviceRuntime>& inner, std::string runtime_name,
+    const std::filesystem::path& trace_path, RecorderOptions options) {
+  if (options.mode == CaptureMode::kFlight) {
+    return wrap_recording(inner, std::move(runtime_name), nullptr, &trace_path, std::move(options));
+  }
   auto sink = schema::open_file_sink(trace_path);
   if (!sink) return std::unexpected(trace_failure(sink.error()));
-  return create(std::move(inner), std::move(runtime_name), std::move(*sink), std::move(options));
+  return wrap(inner, std::move(runtime_name), std::move(*sink), std::move(options));
 }
 
 rt::Result<std::unique_ptr<RecordingRuntime>> RecordingRuntime::create(
@@ -49,11 +59,24 @@ rt::Result<std::unique_ptr<RecordingRuntime>> RecordingRuntime::create(
 rt::Result<std::unique_ptr<RecordingRuntime>> RecordingRuntime::wrap(
     std::unique_ptr<rt::DeviceRuntime>& inner, std::string runtime_name,
     std::unique_ptr<schema::ByteSink> sink, RecorderOptions options) {
+  if (options.mode == CaptureMode::kFlight) {
+    return std::unexpected(rt::RuntimeError(
+        rt::ErrorKind::kInternal,
+        "cannot record in flight mode to a byte sink: its windows are files beside a trace path"));
+  }
+  return wrap_recording(inner, std::move(runtime_name), std::move(sink), nullptr,
+                        std::move(options));
+}
+
+rt::Result<std::unique_ptr<RecordingRuntime>> RecordingRuntime::wrap_recording(
+    std::unique_ptr<rt::DeviceRuntime>& inner, std::string runtime_name,
+    std::unique_ptr<schema::ByteSink> sink, const std::filesystem::path* flight_path,
+    RecorderOptions options) {
   if (!inner) {
     return std::unexpected(
         rt::RuntimeError(rt::ErrorKind::kInternal, "cannot record a trace: no runtime to wrap"));
   }
-  if (!sink) {
+  if (!sink && flight_path == nullptr) {
     return std::unexpected(
         rt::RuntimeError(rt::ErrorKind::kInternal, "cannot record a trace: no byte sink"));
   }
@@ -73,12 +96,19 @@ rt::Result<std::unique_ptr<RecordingRuntime>> RecordingRuntime::wrap(
   header.producer = "vtrace-recorder";
   header.producer_version = VTRACE_VERSION;  // the project() VERSION (recorder/CMakeLists.txt)
   header.metadata.assign(mb.GetBufferPointer(), mb.GetBufferPointer() + mb.GetSize());
-  auto writer = schema::TraceWriter::create(std::move(sink), std::move(header), options.writer);
-  if (!writer) return std::unexpected(trace_failure(writer.error()));
-
   auto state = std::make_unique<State>();
+  if (flight_path != nullptr) {
+    state->flight = std::make_unique<detail::FlightRecorder>(
+        options.flight, *flight_path, header.metadata, options.writer, inner->counter_snapshot());
+    // Every scalar stored, so a window's events can be renumbered in place.
+    state->force_defaults();
+    if (options.flight.trigger_on_signal) state->start_signal_trigger();
+  } else {
+    auto writer = schema::TraceWriter::create(std::move(sink), std::move(header), options.writer);
+    if (!writer) return std::unexpected(trace_failure(writer.error()));
+    state->writer = std::move(*writer);
+  }
   state->inner = std::move(inner);
-  state->writer = std::move(*writer);
   state->options = std::move(options);
   state->runtime_name = std::move(runtime_name);
   state->record_opened();
@@ -104,6 +134,15 @@ bool RecordingRuntime::recording_failed() const {
 
 std::uint64_t RecordingRuntime::events_recorded() const { return state_->events_recorded(); }
 
+schema::TraceResult<std::filesystem::path> RecordingRuntime::dump_window(FlightTriggerKind kind,
+                                                                         std::string detail) {
+  State& s = *state_;
+  const std::lock_guard in_order(s.order);
+  return s.write_window(kind, std::move(detail), std::nullopt);
+}
+
+std::optional<FlightStats> RecordingRuntime::flight_stats() const { return state_->flight_stats(); }
+
 // ---- required methods ---------------------------------------------------------------------------
 
 const rt::DeviceDescriptor& RecordingRuntime::descriptor() const {
@@ -115,7 +154,7 @@ rt::AttentionExecutionPolicy RecordingRuntime::attention_execution_policy() cons
 }
 
 std::optional<rt::CounterSnapshot> RecordingRuntime::counter_snapshot() const {
-  return state_->inner->counter_snapshot();
+  return state_->product_counters();
 }
 
 rt::Result<rt::AllocationPermit> RecordingRuntime::admit(const rt::BufferRequest& request) {
@@ -142,6 +181,7 @@ rt::Result<rt::BufferPtr> RecordingRuntime::allocate(rt::AllocationPermit permit
   std::optional<rt::BufferDescriptor> descriptor;
   if (r) descriptor = call.inner().buffer_descriptor(**r);
   const auto ordinal = call.mint(detail::kBuffer, r.has_value());
+  const rt::Buffer* inner_buffer = r ? r->get() : nullptr;
   call.record([&](Event& e) {
     flatbuffers::Offset<fb::BufferRequest> req;
     if (request) req = schema::build_buffer_request(e.fbb(), *request);
@@ -156,6 +196,7 @@ rt::Result<rt::BufferPtr> RecordingRuntime::allocate(rt::AllocationPermit permit
     b.add_error(err);
     return b.Finish();
   });
+  if (inner_buffer != nullptr) call.note_buffer(ordinal, inner_buffer);
   return call.wrap<detail::RecordedBuffer>(std::move(r), ordinal);
 }
 
@@ -374,11 +415,14 @@ std::expected<rt::FencePtr, rt::DefinitelyNotSubmitted> RecordingRuntime::submit
   Call call(*state_);
   const std::uint64_t begin_seq = submit_begin(call, stream, batch, nullptr);
   auto r = call.inner().submit(unwrap(stream), unwrap(std::move(batch)));
-  const auto counters = call.inner().counter_snapshot();
+  const auto counters = call.counters_now();
   const auto ordinal = call.mint(detail::kFence, r.has_value());
   const auto end_seq = call.record([&](Event& e) {
     flatbuffers::Offset<fb::Error> err;
-    if (!r) err = e.error(r.error().error());
+    if (!r) {
+      e.failed(r.error().error());
+      err = e.error(r.error().error());
+    }
     fb::SubmitEndBuilder b(e.fbb());
     b.add_begin_seq(begin_seq);
     if (ordinal) b.add_fence(*ordinal);
@@ -394,11 +438,14 @@ std::expected<rt::FencePtr, rt::GuardedSubmissionError> RecordingRuntime::submit
   Call call(*state_);
   const std::uint64_t begin_seq = submit_begin(call, stream, batch, &guard);
   auto r = call.inner().submit_guarded(unwrap(stream), unwrap(std::move(batch)), guard);
-  const auto counters = call.inner().counter_snapshot();
+  const auto counters = call.counters_now();
   const auto ordinal = call.mint(detail::kFence, r.has_value());
   const auto end_seq = call.record([&](Event& e) {
     flatbuffers::Offset<fb::Error> err;
-    if (!r && r.error().not_submitted) err = e.error(r.error().not_submitted->error());
+    if (!r && r.error().not_submitted) {
+      e.failed(r.error().not_submitted->error());
+      err = e.error(r.error().not_submitted->error());
+    }
     fb::SubmitEndBuilder b(e.fbb());
     b.add_begin_seq(begin_seq);
     if (ordinal) b.add_fence(*ordinal);
@@ -457,7 +504,7 @@ rt::Result<std::vector<std::uint8_t>> RecordingRuntime::readback(
   if (r) {
     blob = call.put_blob(*r, detail::element_bytes_for(output_layout.element_type(), r->size()));
   }
-  const auto counters = call.inner().counter_snapshot();
+  const auto counters = call.counters_now();
   const auto seq = call.record(
       [&](Refs& refs) {
         return std::pair{refs.stream(&stream), refs.buffer(&source)};
@@ -480,6 +527,7 @@ rt::Result<std::vector<std::uint8_t>> RecordingRuntime::readback(
         return b.Finish();
       });
   call.counters(seq, counters);
+  if (r) call.check_readback(seq, *r, output_layout.element_type());
   return r;
 }
 

@@ -39,6 +39,10 @@ TraceResult<ReplayPlan> ReplayPlan::build(schema::TraceReader& reader) {
       metadata != nullptr && metadata->runtime_name() != nullptr) {
     plan.recorded_runtime_ = metadata->runtime_name()->str();
   }
+  if (const auto* metadata = schema::read_trace_metadata(reader.header().metadata);
+      metadata != nullptr && metadata->window() != nullptr) {
+    plan.counter_baseline_ = metadata->window()->baseline_event();
+  }
   if (!plan.trace_complete_) {
     const auto& recovery = reader.recovery();
     plan.recovery_.note = recovery.note;

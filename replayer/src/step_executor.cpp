@@ -319,8 +319,16 @@ class StepExecutor::Visitor {
   }
   void exec(const step::CoalesceProgramBindings& s);
 
-  void exec(const step::CounterSnapshot&) {
-    if (auto live = rt_.counter_snapshot()) out_.counters = minus(*live, ex_.private_traffic_);
+  void exec(const step::CounterSnapshot& s) {
+    auto live = rt_.counter_snapshot();
+    if (!live) return;
+    // A window's start (ReplayPlan::counter_baseline): what the runtime counted before it is not
+    // the recording's, so it joins the subtracted traffic; later snapshots are checked as
+    // changes since this one.
+    if (ex_.plan_.counter_baseline() == step_.ordinal) {
+      ex_.private_traffic_ = minus(*live, s.counters);
+    }
+    out_.counters = minus(*live, ex_.private_traffic_);
   }
 
  private:

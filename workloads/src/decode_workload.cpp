@@ -3,6 +3,7 @@
 
 #include <array>
 #include <cmath>
+#include <limits>
 
 #include "vtrace/runtime/f16.h"
 #include "vtrace/runtime/immediate.h"
@@ -70,6 +71,11 @@ WorkloadResult<void> check_decode_shape(const DecodeOptions& o) {
         fail(fmt::format("decode takes 1 to 8 participants, not {}", o.participants)));
   }
   if (o.steps == 0) return std::unexpected(fail("decode takes at least 1 step, not 0"));
+  if (o.nan_at_step && *o.nan_at_step >= o.steps) {
+    return std::unexpected(
+        fail(fmt::format("--nan-at-step {} names no step of a {}-step run (steps are 0 to {})",
+                         *o.nan_at_step, o.steps, o.steps - 1)));
+  }
   return {};
 }
 
@@ -215,6 +221,8 @@ WorkloadResult<WorkloadReport> run_decode(const WorkloadSpec& spec, rt::DeviceRu
 
     std::vector<float> activations(tokens * hidden);
     for (auto& v : activations) v = rng.symmetric(1.0f);
+    const bool injected = o.nan_at_step == step;
+    if (injected) activations[0] = std::numeric_limits<float>::quiet_NaN();
     const auto activation_bytes = rt::to_f16_bytes(activations);
     auto upload = runtime.encode_upload(activation_bytes, activation_layout, **x, 0);
     if (!upload) {
@@ -310,7 +318,7 @@ WorkloadResult<WorkloadReport> run_decode(const WorkloadSpec& spec, rt::DeviceRu
     }
     observed.readback(*bytes);
     for (float v : rt::from_f16_bytes(*bytes)) {
-      if (!std::isfinite(v)) {
+      if (!std::isfinite(v) && !injected) {
         return std::unexpected(fail(fmt::format("step {}: logits hold a non-finite value", step)));
       }
     }

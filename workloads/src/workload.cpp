@@ -55,7 +55,7 @@ std::vector<WorkloadKind> all_workload_kinds() {
 }
 
 namespace {
-constexpr std::array<std::pair<WorkloadParameter, std::string_view>, 7> kParameters = {{
+constexpr std::array<std::pair<WorkloadParameter, std::string_view>, 8> kParameters = {{
     {WorkloadParameter::kSeed, "seed"},
     {WorkloadParameter::kSteps, "steps"},
     {WorkloadParameter::kHidden, "hidden"},
@@ -63,6 +63,7 @@ constexpr std::array<std::pair<WorkloadParameter, std::string_view>, 7> kParamet
     {WorkloadParameter::kLayers, "layers"},
     {WorkloadParameter::kParticipants, "participants"},
     {WorkloadParameter::kWeights, "weights"},
+    {WorkloadParameter::kNanAtStep, "nan-at-step"},
 }};
 }  // namespace
 
@@ -103,10 +104,11 @@ std::string WorkloadSpec::describe() const {
     case WorkloadKind::kTiny:
       return "tiny";
     case WorkloadKind::kDecode:
-      return fmt::format("decode hidden={} ffn={} layers={} participants={} steps={} seed={}{}",
-                         decode.hidden, decode.ffn, decode.layers, decode.participants,
-                         decode.steps, seed,
-                         decode.weights.empty() ? "" : " weights=" + decode.weights.string());
+      return fmt::format(
+          "decode hidden={} ffn={} layers={} participants={} steps={} seed={}{}{}", decode.hidden,
+          decode.ffn, decode.layers, decode.participants, decode.steps, seed,
+          decode.weights.empty() ? "" : " weights=" + decode.weights.string(),
+          decode.nan_at_step ? fmt::format(" nan_at_step={}", *decode.nan_at_step) : "");
     case WorkloadKind::kContract:
       return fmt::format("contract rounds={} seed={}", contract.rounds, seed);
   }

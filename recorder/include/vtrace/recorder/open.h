@@ -13,6 +13,25 @@
 //   VTRACE_CAPTURE_FLUSH_MS=N   timer flush every N ms (default 0 = off): bounds what a crash can
 //                               lose at the cost of byte-identical files.
 //   VTRACE_CAPTURE_WORKLOAD=txt free text stored in the trace metadata (`vtrace info`).
+//   VTRACE_CAPTURE_MODE=flight  the flight recorder (docs/FLIGHT.md): nothing is written until a
+//                               trigger fires; then the window goes to `path` (later ones to
+//                               "<stem>.<N><ext>"). `full` (the default) records everything.
+//   With VTRACE_CAPTURE_MODE=flight:
+//   VTRACE_CAPTURE_WINDOW_BATCHES=N  the last N batches (default 16)
+//   VTRACE_CAPTURE_WINDOW_MIB=M      at most M MiB of events and payloads held (default 256)
+//   VTRACE_CAPTURE_MAX_WINDOWS=K     at most K window files (default 4)
+//   VTRACE_CAPTURE_SIGNAL=0|1        SIGUSR1 writes a window (default 1)
+//   VTRACE_CAPTURE_JOURNAL=0|1       keep the window on disk as it is recorded (crash safety;
+//                                    default 0)
+//   VTRACE_CAPTURE_TRIGGER_ERRORS=kind,kind  calls failing with these error kinds (error_kind_name)
+//                                    write a window (default none)
+//   VTRACE_CAPTURE_TRIGGER_COUNTER=counter>=N  the first snapshot with counter >= N writes one
+//   A readback holding a NaN or an Inf always writes a window.
+//   VTRACE_CAPTURE_START=submit:N|event:N  a capture that starts mid-run, after N submits (or
+//                               events), with the same checkpoint as a flight window, so the trace
+//                               replays on its own; it is held in memory and written to `path`
+//                               at VTRACE_CAPTURE_STOP (same syntax) or when the runtime is
+//                               dropped. Without VTRACE_CAPTURE_MODE.
 // Everything else keeps RecorderOptions' defaults (flush_before_submit on: a product that dies
 // inside a submit leaves that batch in the trace).
 // A recording opened this way is finalised by the recorder's destructor (when the product drops

@@ -49,6 +49,7 @@
 #include <memory>
 #include <string>
 
+#include "vtrace/recorder/flight.h"
 #include "vtrace/runtime/device_runtime.h"
 #include "vtrace/schema/byte_io.h"
 #include "vtrace/schema/trace_error.h"
@@ -68,6 +69,10 @@ struct RecorderOptions {
   // docs/FORMAT.md "Events"). Off: the intent reaches the sink at the next wait_fence, so a crash
   // inside a submit loses the events recorded since the previous wait.
   bool flush_before_submit = true;
+  // kFlight: keep a bounded window in memory and write it only when a trigger fires (flight.h,
+  // docs/FLIGHT.md). Needs the path form of create() or wrap(): windows are files beside it.
+  CaptureMode mode = CaptureMode::kFull;
+  FlightOptions flight;
 };
 
 // close(): the writer's statistics, or the first trace error (the one that stopped recording).
@@ -90,6 +95,11 @@ class RecordingRuntime final : public runtime::DeviceRuntime {
   static runtime::Result<std::unique_ptr<RecordingRuntime>> wrap(
       std::unique_ptr<runtime::DeviceRuntime>& inner, std::string runtime_name,
       std::unique_ptr<schema::ByteSink> sink, RecorderOptions options = {});
+  // As wrap() with a sink, recording to `trace_path` (flight mode: the windows' base path, no
+  // file is created until a trigger fires).
+  static runtime::Result<std::unique_ptr<RecordingRuntime>> wrap(
+      std::unique_ptr<runtime::DeviceRuntime>& inner, std::string runtime_name,
+      const std::filesystem::path& trace_path, RecorderOptions options = {});
 
   // Closes the trace if close() was not called (the result is then lost; call close() to see it).
   ~RecordingRuntime() override;
@@ -104,6 +114,15 @@ class RecordingRuntime final : public runtime::DeviceRuntime {
   bool recording_failed() const;
   // Events recorded so far.
   std::uint64_t events_recorded() const;
+
+  // Flight mode: writes the current window now (trigger kind `kind`, `detail` stored in its
+  // metadata) and returns the file it went to. Errors: not in flight mode, closed, max_windows
+  // already written, or the file could not be written (kIo...); the recording goes on either way.
+  // Thread rules: as any recorded call (it waits for a call in flight).
+  schema::TraceResult<std::filesystem::path> dump_window(
+      FlightTriggerKind kind = FlightTriggerKind::kApi, std::string detail = {});
+  // Flight mode: what the ring holds and what was written; nullopt in full mode.
+  std::optional<FlightStats> flight_stats() const;
 
   // ---- DeviceRuntime ----
   const runtime::DeviceDescriptor& descriptor() const override;
@@ -166,6 +185,11 @@ class RecordingRuntime final : public runtime::DeviceRuntime {
 
  private:
   explicit RecordingRuntime(std::unique_ptr<State> state);
+  // wrap()'s work: to `sink`, or in flight mode (sink null) to windows beside `*flight_path`.
+  static runtime::Result<std::unique_ptr<RecordingRuntime>> wrap_recording(
+      std::unique_ptr<runtime::DeviceRuntime>& inner, std::string runtime_name,
+      std::unique_ptr<schema::ByteSink> sink, const std::filesystem::path* flight_path,
+      RecorderOptions options);
   std::unique_ptr<State> state_;
 };
 

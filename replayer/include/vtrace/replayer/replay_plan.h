@@ -294,6 +294,11 @@ class ReplayPlan {
   const std::vector<ReplayStep>& steps() const { return steps_; }
   // The registry name the trace was recorded on (TraceMetadata, else RuntimeOpened); may be empty.
   const std::string& recorded_runtime() const { return recorded_runtime_; }
+  // A flight window or mid-run capture (TraceMetadata.window, docs/FLIGHT.md): the ordinal of
+  // the CounterSnapshot that holds the counters at the window's start. Replay checks the counters
+  // of every later snapshot as changes since that one; nullopt for a trace that starts with the
+  // run.
+  std::optional<std::uint64_t> counter_baseline() const { return counter_baseline_; }
   // A payload named by a step; never null for an id a step holds.
   const std::vector<std::uint8_t>* payload(const schema::BlobId& id) const;
   std::uint64_t payload_bytes() const { return payload_bytes_; }  // distinct payloads, decoded
@@ -320,6 +325,7 @@ class ReplayPlan {
  private:
   std::vector<ReplayStep> steps_;
   std::string recorded_runtime_;
+  std::optional<std::uint64_t> counter_baseline_;
   std::map<schema::BlobId, std::vector<std::uint8_t>> payloads_;
   std::uint64_t payload_bytes_ = 0;
   bool trace_complete_ = true;

@@ -19,7 +19,10 @@
 // product's own calls moved. (Modular u64 arithmetic: exact for every counter, gauges too.) A
 // runtime without counters has nothing to subtract. A write must keep the buffer's element type
 // (the upload layout is the buffer's element type); the bytes written are the caller's business
-// (--resync writes the baseline's), the counters stay those of the product.
+// (--resync writes the baseline's), the counters stay those of the product. A flight window
+// (ReplayPlan::counter_baseline) starts after synthesized allocations and uploads the recording's
+// counters never saw: at its baseline snapshot everything the runtime counted so far is taken as
+// traffic to subtract less the recorded baseline, so later snapshots compare changes since it.
 //
 // Ownership: borrows the plan and both runtimes, which must outlive the executor; owns every live
 //   object it made (released at destruction, a submit left running waited for by settle_submit).

@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 
 #include "vtrace/workloads/workload_error.h"
 
@@ -32,10 +33,15 @@ struct DecodeOptions {
   std::uint32_t participants = 2;  // 1 to 8
   std::uint32_t steps = 8;
   std::filesystem::path weights;   // empty: generate seeded weights
+  // An injected fault (vtrace record --nan-at-step K, docs/FLIGHT.md): the first activation
+  // uploaded at step K (0-based) is a NaN, so that step's logits are not finite. The workload
+  // expects exactly that: its finiteness check skips step K and fails on any other step.
+  std::optional<std::uint32_t> nan_at_step;
 };
 
 // Fails, naming the value and its range, unless 1 <= hidden, ffn <= 65536, 1 <= layers <= 64,
-// 1 <= participants <= 8 and steps >= 1. Pure; run_decode checks it before any call.
+// 1 <= participants <= 8, steps >= 1 and nan_at_step < steps. Pure; run_decode checks it before any
+// call.
 WorkloadResult<void> check_decode_shape(const DecodeOptions& options);
 // Fails, naming the file and what is wrong, unless `options.weights` opens as a safetensors file
 // holding every tensor the shape needs as F16 of its shape (extra tensors are ignored). Reads the

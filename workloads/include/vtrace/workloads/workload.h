@@ -45,7 +45,7 @@ std::string_view workload_summary(WorkloadKind kind);
 
 // The parameters of a WorkloadSpec, named as `vtrace record` spells their options (`--steps`).
 // kSteps is decode's steps and contract's rounds; kHidden..kWeights are decode's shape and
-// weights (DecodeOptions).
+// weights, kNanAtStep its injected fault (DecodeOptions).
 enum class WorkloadParameter : std::uint8_t {
   kSeed,
   kSteps,
@@ -54,6 +54,7 @@ enum class WorkloadParameter : std::uint8_t {
   kLayers,
   kParticipants,
   kWeights,
+  kNanAtStep,  // decode: "nan-at-step"
 };
 std::string_view workload_parameter_name(WorkloadParameter parameter);  // "seed", "steps", ...
 // All parameters, in a stable order.

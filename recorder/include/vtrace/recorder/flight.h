@@ -1,0 +1,103 @@
+// The flight recorder's options and answers (RecorderOptions::mode = CaptureMode::kFlight;
+// docs/FLIGHT.md).
+//
+// In flight mode the recorder writes nothing while the product runs: it keeps in memory a bounded
+// window of the most recent events and payloads, plus what makes that window standalone (the live
+// objects created before it and a checkpoint of the contents of the buffers it uses). A trigger
+// writes the window as an ordinary .vtrace trace that replays on its own:
+//   - a readback that returns a NaN or an Inf (f16, bf16 and f32 layouts),
+//   - a counter reaching a threshold (at a CounterSnapshot),
+//   - a call that fails with one of the chosen error kinds,
+//   - SIGUSR1 (the handler only sets a flag; the window is written at the next recorded call),
+//   - RecordingRuntime::dump_window() (an API call; `vtrace record` also uses it, named
+//     kWorkloadFailed, when a workload fails).
+// Windows go to the trace path for the first, "<stem>.<N><ext>" (N = 2, 3, ...) for the next
+// ones, at most max_windows files; each names its trigger in its metadata (CaptureWindowRecord).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+
+#include "vtrace/runtime/error.h"
+
+namespace vtrace::recorder {
+
+enum class CaptureMode : std::uint8_t {
+  kFull,    // every event to the trace file (the default)
+  kFlight,  // a bounded window in memory, written by a trigger
+};
+
+enum class FlightTriggerKind : std::uint8_t {
+  kNonFiniteReadback,  // "non_finite_readback"
+  kCounterThreshold,   // "counter_threshold"
+  kCallError,          // "call_error"
+  kSignal,             // "signal" (SIGUSR1)
+  kApi,                // "api" (dump_window())
+  kWorkloadFailed,     // "workload_failed" (vtrace record, a workload that failed)
+  kCaptureRange,       // "capture_range" (a capture started mid-run: FlightOptions::start)
+  kJournal,            // "journal" (FlightOptions::journal: the window as recorded, on disk)
+};
+// The stable snake_case name stored in the window's metadata.
+std::string_view flight_trigger_name(FlightTriggerKind kind);
+
+// A point of a run: after `count` events, or after `count` submits, have been recorded.
+struct CapturePoint {
+  enum class Unit : std::uint8_t { kEvent, kSubmit };
+  Unit unit = Unit::kSubmit;
+  std::uint64_t count = 0;
+};
+
+// A counter of spec 7.6 by its name ("submissions", "uploaded_bytes", ...).
+struct CounterThreshold {
+  std::string counter;
+  std::uint64_t at_least = 0;  // fires once, at the first snapshot where counter >= at_least
+};
+
+struct FlightOptions {
+  // The window: the last `window_batches` submitted batches or the last `window_bytes` of events
+  // and payloads held, whichever is smaller (a window never drops its newest batch).
+  std::uint64_t window_batches = 16;
+  std::uint64_t window_bytes = 256ull << 20;
+  // At most this many window files per recording; later triggers are counted, not written.
+  std::uint32_t max_windows = 4;
+  bool trigger_on_non_finite_readback = true;
+  std::optional<CounterThreshold> counter_threshold;
+  // Failed calls whose error kind is in the set trigger a window (empty: none do).
+  std::set<runtime::ErrorKind> trigger_on_errors;
+  // Install a SIGUSR1 handler for the recorder's lifetime (the previous one is restored at
+  // close()). The handler only sets a flag.
+  bool trigger_on_signal = false;
+  // Crash safety: keep the window on disk as it is recorded, in "<stem>.journal-1<ext>" and
+  // "<stem>.journal-2<ext>" (written as .partial files, so a crash leaves them recoverable like a
+  // cut trace). A journal starts at a checkpoint with the same prologue as a window and streams
+  // every event after it; each SubmitBegin is flushed before the wrapped submit runs (as
+  // flush_before_submit in full mode). A new journal starts when the current one holds
+  // 2 * window_batches batches; the older one is deleted once the newer holds window_batches,
+  // so after a crash the journal with more events holds at least the last window_batches
+  // batches. Both are deleted at close(). Off by default: it costs a full capture's writing.
+  bool journal = false;
+  // A capture that starts mid-run (VTRACE_CAPTURE_START/STOP): nothing before `start` is held
+  // (only the live objects); at the first quiescent call boundary at or after it a checkpoint
+  // starts the capture, which holds everything from then on (no window bound) until `stop`
+  // (or close()), where it is written as one trace (trigger kCaptureRange) and recording ends.
+  // The other triggers are off in this form.
+  std::optional<CapturePoint> start;
+  std::optional<CapturePoint> stop;
+};
+
+// What the flight recorder holds and wrote (RecordingRuntime::flight_stats()).
+struct FlightStats {
+  std::uint64_t held_bytes = 0;             // events and distinct payloads held now
+  std::uint64_t peak_held_bytes = 0;        // the most held at any time
+  std::uint64_t held_batches = 0;           // batches in the current window
+  std::uint64_t checkpoints = 0;            // checkpoints taken
+  std::uint64_t checkpoint_bytes_read = 0;  // bytes read back by them (incremental)
+  std::uint32_t windows_written = 0;
+  std::uint32_t windows_not_written = 0;  // triggers past max_windows, or a failed write
+  std::string last_error;  // why the last window (or checkpoint) was not written; empty if none
+};
+
+}  // namespace vtrace::recorder

@@ -1,0 +1,116 @@
+// `vtrace record --mode flight` (docs/FLIGHT.md): the command end to end, the window it
+// writes replayed and compared like any trace, and the flight options' usage errors.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <string>
+
+#include "run_vtrace.h"
+#include "vtrace/schema/events.h"
+#include "vtrace/schema/trace_reader.h"
+
+using vtrace::test::run_vtrace;
+
+namespace {
+
+std::filesystem::path fresh_dir(const std::string& name) {
+  const auto dir =
+      std::filesystem::temp_directory_path() / (name + "_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+// The summary's submits of a trace.
+std::uint64_t submits_of(const std::filesystem::path& path) {
+  auto reader = vtrace::schema::TraceReader::open(path);
+  REQUIRE(reader.has_value());
+  const auto* summary = vtrace::schema::read_trace_summary((*reader)->summary());
+  REQUIRE(summary != nullptr);
+  return summary->submits();
+}
+
+}  // namespace
+
+TEST_CASE("vtrace record --mode flight with --nan-at-step writes one window ending at that step",
+          "[cli]") {
+  const auto dir = fresh_dir("vtrace_cli_flight_test");
+  const auto window = dir / "w.vtrace";
+  // The command.
+  const auto run = run_vtrace(fmt::format(
+      "record --workload decode --steps 200 --nan-at-step 150 --mode flight --window-batches 16 "
+      "-o {}",
+      window.string()));
+  INFO(run.output);
+  REQUIRE(run.code == 0);
+  CHECK(run.output.find("1 window written") != std::string::npos);
+  REQUIRE(std::filesystem::exists(window));
+  CHECK_FALSE(std::filesystem::exists(dir / "w.2.vtrace"));
+
+  // The batches before the steps: a one-step full recording has them and one step's.
+  const auto one = dir / "one.vtrace";
+  REQUIRE(run_vtrace(fmt::format("record --workload decode --steps 1 -o {}", one.string())).code ==
+          0);
+  const std::uint64_t setup_batches = submits_of(one) - 1;
+
+  auto reader = vtrace::schema::TraceReader::open(window);
+  REQUIRE(reader.has_value());
+  const auto* metadata = vtrace::schema::read_trace_metadata((*reader)->header().metadata);
+  REQUIRE(metadata != nullptr);
+  REQUIRE(metadata->window() != nullptr);
+  const auto* w = metadata->window();
+  REQUIRE(w->trigger() != nullptr);
+  CHECK(w->trigger()->str() == "non_finite_readback");
+  CHECK(w->batches() == 16);
+  // The last batch of the window is step 150's (steps count from 0).
+  CHECK(w->trigger_batch() == setup_batches + 151);
+
+  const auto replay = run_vtrace(fmt::format("replay {}", window.string()));
+  INFO(replay.output);
+  CHECK(replay.code == 0);
+  const auto compare =
+      run_vtrace(fmt::format("compare {} --runtimes reference,reference", window.string()));
+  INFO(compare.output);
+  CHECK(compare.code == 0);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("vtrace record --mode flight without a trigger writes nothing and says so", "[cli]") {
+  const auto dir = fresh_dir("vtrace_cli_flight_quiet_test");
+  const auto run = run_vtrace(
+      fmt::format("record --workload decode --steps 4 --hidden 64 --ffn 128 --mode flight -o {}",
+                  (dir / "w.vtrace").string()));
+  INFO(run.output);
+  CHECK(run.code == 0);
+  CHECK(run.output.find("no trigger fired, nothing written") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(dir / "w.vtrace"));
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("vtrace record refuses flight options that do not fit, exit 2, recording nothing",
+          "[cli]") {
+  const auto dir = fresh_dir("vtrace_cli_flight_usage_test");
+  const auto out = (dir / "w.vtrace").string();
+  struct Case {
+    std::string arguments;
+    std::string says;
+  };
+  const Case cases[] = {
+      {"--workload decode --window-batches 4", "--window-batches needs --mode flight"},
+      {"--workload decode --window-mib 4", "--window-mib needs --mode flight"},
+      {"--workload decode --mode replay", "--mode takes full or flight, not `replay`"},
+      {"--workload decode --mode flight --window-batches 0", "--window-batches takes 1 or more"},
+      {"--workload decode --steps 3 --nan-at-step 3", "--nan-at-step 3 names no step"},
+      {"--workload tiny --nan-at-step 1", "does not take --nan-at-step"},
+  };
+  for (const auto& c : cases) {
+    const auto run = run_vtrace(fmt::format("record {} -o {}", c.arguments, out));
+    INFO(c.arguments << "\n" << run.output);
+    CHECK(run.code == 2);
+    CHECK(run.output.find(c.says) != std::string::npos);
+    CHECK_FALSE(std::filesystem::exists(out));
+  }
+  std::filesystem::remove_all(dir);
+}

@@ -1,0 +1,508 @@
+// The flight recorder (RecorderOptions::mode = kFlight, docs/FLIGHT.md): a window written
+// mid-run replays on its own, holds the last N batches, triggers and file naming, bounded memory.
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "recorder_test_support.h"
+#include "vtrace/recorder/open.h"
+#include "vtrace/recorder/recording_runtime.h"
+#include "vtrace/replayer/replay_trace.h"
+#include "vtrace/runtime/forwarding_runtime.h"
+#include "vtrace/schema/trace_reader.h"
+#include "vtrace/workloads/workload.h"
+
+using namespace vtrace::recorder::testing;
+using vtrace::recorder::CaptureMode;
+using vtrace::recorder::FlightTriggerKind;
+using vtrace::recorder::RecorderOptions;
+using vtrace::recorder::RecordingRuntime;
+
+namespace {
+
+namespace rt = vtrace::runtime;
+namespace wl = vtrace::workloads;
+
+std::filesystem::path fresh_dir(const std::string& name) {
+  const auto dir =
+      std::filesystem::temp_directory_path() / (name + "_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+wl::WorkloadSpec small_decode(std::uint32_t steps) {
+  wl::WorkloadSpec spec;
+  spec.kind = wl::WorkloadKind::kDecode;
+  spec.decode.hidden = 64;
+  spec.decode.ffn = 128;
+  spec.decode.layers = 2;
+  spec.decode.steps = steps;
+  return spec;
+}
+
+RecorderOptions flight_options(std::uint64_t batches) {
+  RecorderOptions o;
+  o.mode = CaptureMode::kFlight;
+  o.flight.window_batches = batches;
+  return o;
+}
+
+// The window record of a trace's metadata, as values (CHECKed present).
+struct Window {
+  std::string trigger;
+  std::uint64_t trigger_event = 0;
+  std::uint64_t trigger_batch = 0;
+  std::uint64_t first_event = 0;
+  std::uint64_t batches = 0;
+  std::uint64_t prologue_events = 0;
+  bool has_baseline = false;
+  std::uint32_t number = 0;
+  std::uint64_t submits = 0;  // the summary's
+};
+
+Window window_of(const std::filesystem::path& path) {
+  auto reader = vtrace::schema::TraceReader::open(path);
+  REQUIRE(reader.has_value());
+  const auto* metadata = vtrace::schema::read_trace_metadata((*reader)->header().metadata);
+  REQUIRE(metadata != nullptr);
+  REQUIRE(metadata->window() != nullptr);
+  const auto* w = metadata->window();
+  Window out{w->trigger() ? w->trigger()->str() : "",
+             w->trigger_event(),
+             w->trigger_batch(),
+             w->first_event(),
+             w->batches(),
+             w->prologue_events(),
+             w->baseline_event().has_value(),
+             w->window_number(),
+             0};
+  const auto* summary = vtrace::schema::read_trace_summary((*reader)->summary());
+  REQUIRE(summary != nullptr);
+  out.submits = summary->submits();
+  return out;
+}
+
+vtrace::replayer::ReplayReport replay(const std::filesystem::path& path) {
+  auto report = vtrace::replayer::replay_trace(path, {}, rt::default_registry());
+  REQUIRE(report.has_value());
+  std::string first;
+  for (std::size_t i = 0; i < report->mismatches.size() && i < 5; ++i) {
+    const auto& m = report->mismatches[i];
+    first += "event " + std::to_string(m.event) + " " + m.call + ": expected " + m.expected +
+             ", actual " + m.actual + "\n";
+  }
+  INFO(first);
+  CHECK(report->mismatch_count == 0);
+  return std::move(*report);
+}
+
+std::vector<char> file_bytes(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+}  // namespace
+
+TEST_CASE("flight: a window written mid-run holds the last N batches and replays on its own") {
+  const auto dir = fresh_dir("vtrace_flight_window_test");
+  const auto path = dir / "w.vtrace";
+  auto rec = RecordingRuntime::create(make_reference(), "reference", path, flight_options(6));
+  REQUIRE(rec.has_value());
+  auto report = wl::run_workload(small_decode(30), **rec, nullptr);
+  REQUIRE(report.has_value());
+  // Nothing is written while no trigger fires.
+  CHECK_FALSE(std::filesystem::exists(path));
+  CHECK_FALSE(std::filesystem::exists(path.string() + ".partial"));
+  auto written = (*rec)->dump_window(FlightTriggerKind::kApi, "test");
+  REQUIRE(written.has_value());
+  CHECK(*written == path);
+  REQUIRE((*rec)->close().has_value());
+
+  const auto w = window_of(path);
+  CHECK(w.trigger == "api");
+  CHECK(w.batches == 6);
+  CHECK(w.submits == 7);  // the six batches and the checkpoint's upload
+  CHECK(w.first_event > 0);
+  CHECK(w.prologue_events > 0);
+  CHECK(w.has_baseline);
+  CHECK(w.number == 1);
+  const auto replayed = replay(path);
+  CHECK(replayed.complete);
+  // Every readback of the six steps compared bit for bit, every counter snapshot as a change.
+  CHECK(replayed.checked.readbacks == 6);
+  CHECK(replayed.checked.counter_snapshots == 1 + 6 * 2);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("flight: the product's counters do not see the checkpoints' reads") {
+  const auto dir = fresh_dir("vtrace_flight_counters_test");
+  auto plain = make_reference();
+  auto plain_report = wl::run_workload(small_decode(12), *plain, nullptr);
+  REQUIRE(plain_report.has_value());
+  auto rec =
+      RecordingRuntime::create(make_reference(), "reference", dir / "w.vtrace", flight_options(4));
+  REQUIRE(rec.has_value());
+  // The decode workload checks the seven counters' deltas around every step itself.
+  auto report = wl::run_workload(small_decode(12), **rec, nullptr);
+  REQUIRE(report.has_value());
+  CHECK(report->counter_checks == 12);
+  REQUIRE(report->final_counters.has_value());
+  CHECK(*report->final_counters == *plain_report->final_counters);
+  const auto stats = (*rec)->flight_stats();
+  REQUIRE(stats.has_value());
+  CHECK(stats->checkpoints >= 12);
+  CHECK(stats->checkpoint_bytes_read > 0);
+  REQUIRE((*rec)->close().has_value());
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("flight: the same run recorded twice gives byte-identical windows") {
+  const auto dir = fresh_dir("vtrace_flight_determinism_test");
+  for (const char* name : {"a.vtrace", "b.vtrace"}) {
+    auto rec =
+        RecordingRuntime::create(make_reference(), "reference", dir / name, flight_options(5));
+    REQUIRE(rec.has_value());
+    REQUIRE(wl::run_workload(small_decode(20), **rec, nullptr).has_value());
+    REQUIRE((*rec)->dump_window().has_value());
+    REQUIRE((*rec)->close().has_value());
+  }
+  const auto a = file_bytes(dir / "a.vtrace");
+  CHECK(!a.empty());
+  CHECK(a == file_bytes(dir / "b.vtrace"));
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("flight: windows are numbered beside the path, at most max_windows of them") {
+  const auto dir = fresh_dir("vtrace_flight_numbering_test");
+  auto options = flight_options(3);
+  options.flight.max_windows = 2;
+  auto rec = RecordingRuntime::create(make_reference(), "reference", dir / "w.vtrace", options);
+  REQUIRE(rec.has_value());
+  REQUIRE(wl::run_workload(small_decode(8), **rec, nullptr).has_value());
+  REQUIRE((*rec)->dump_window().has_value());
+  auto second = (*rec)->dump_window();
+  REQUIRE(second.has_value());
+  CHECK(*second == dir / "w.2.vtrace");
+  CHECK_FALSE((*rec)->dump_window().has_value());
+  const auto stats = (*rec)->flight_stats();
+  REQUIRE(stats.has_value());
+  CHECK(stats->windows_written == 2);
+  CHECK(stats->windows_not_written == 1);
+  CHECK_FALSE(std::filesystem::exists(dir / "w.3.vtrace"));
+  REQUIRE((*rec)->close().has_value());
+  CHECK(window_of(dir / "w.2.vtrace").number == 2);
+  replay(dir / "w.2.vtrace");
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("flight: memory stays bounded over a long run") {
+  const auto dir = fresh_dir("vtrace_flight_memory_test");
+  auto rec =
+      RecordingRuntime::create(make_reference(), "reference", dir / "w.vtrace", flight_options(4));
+  REQUIRE(rec.has_value());
+  REQUIRE(wl::run_workload(small_decode(20), **rec, nullptr).has_value());
+  const auto after_short = (*rec)->flight_stats();
+  REQUIRE(after_short.has_value());
+  CHECK(after_short->held_batches == 4);
+  REQUIRE((*rec)->close().has_value());
+
+  auto longer =
+      RecordingRuntime::create(make_reference(), "reference", dir / "x.vtrace", flight_options(4));
+  REQUIRE(longer.has_value());
+  REQUIRE(wl::run_workload(small_decode(400), **longer, nullptr).has_value());
+  const auto after_long = (*longer)->flight_stats();
+  REQUIRE(after_long.has_value());
+  CHECK(after_long->held_batches == 4);
+  // Twenty times the steps, the same window: what is held does not grow with the run.
+  CHECK(after_long->peak_held_bytes <= after_short->peak_held_bytes + 4096);
+  REQUIRE((*longer)->close().has_value());
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("flight: the byte budget bounds the window below window_batches") {
+  const auto dir = fresh_dir("vtrace_flight_bytes_test");
+  auto options = flight_options(64);
+  // The weights of the small decode shape are 2 * 2 * 64 * 128 * 2 + 64 * 64 * 2 = 73728 bytes;
+  // a budget a little above them leaves room for only a few batches.
+  options.flight.window_bytes = 73728 + 24 * 1024;
+  auto rec = RecordingRuntime::create(make_reference(), "reference", dir / "w.vtrace", options);
+  REQUIRE(rec.has_value());
+  REQUIRE(wl::run_workload(small_decode(40), **rec, nullptr).has_value());
+  const auto stats = (*rec)->flight_stats();
+  REQUIRE(stats.has_value());
+  CHECK(stats->held_batches >= 1);
+  CHECK(stats->held_batches < 64);
+  REQUIRE((*rec)->dump_window().has_value());
+  REQUIRE((*rec)->close().has_value());
+  CHECK(window_of(dir / "w.vtrace").batches == stats->held_batches);
+  replay(dir / "w.vtrace");
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("flight: full mode and sinks refuse what flight mode needs") {
+  auto full = record_to_memory(make_reference(), std::make_shared<MemorySink::State>());
+  CHECK_FALSE(full->dump_window().has_value());
+  CHECK_FALSE(full->flight_stats().has_value());
+  REQUIRE(full->close().has_value());
+  auto inner = make_reference();
+  auto refused = RecordingRuntime::wrap(
+      inner, "reference", std::make_unique<MemorySink>(std::make_shared<MemorySink::State>()),
+      flight_options(4));
+  CHECK_FALSE(refused.has_value());
+  CHECK(inner != nullptr);
+}
+
+namespace {
+
+std::uint64_t summary_events(const std::filesystem::path& path) {
+  auto reader = vtrace::schema::TraceReader::open(path);
+  REQUIRE(reader.has_value());
+  const auto* summary = vtrace::schema::read_trace_summary((*reader)->summary());
+  REQUIRE(summary != nullptr);
+  return summary->events();
+}
+
+}  // namespace
+
+TEST_CASE("flight: an injected NaN writes exactly one window, ending at its batch, that replays") {
+  const auto dir = fresh_dir("vtrace_flight_nan_test");
+  const auto path = dir / "w.vtrace";
+  auto rec = RecordingRuntime::create(make_reference(), "reference", path, flight_options(8));
+  REQUIRE(rec.has_value());
+  auto spec = small_decode(40);
+  spec.decode.nan_at_step = 25;
+  auto report = wl::run_workload(spec, **rec, nullptr);
+  REQUIRE(report.has_value());
+  CHECK(report->readbacks == 40);  // the run went on after the fault
+  const auto stats = (*rec)->flight_stats();
+  REQUIRE(stats.has_value());
+  CHECK(stats->windows_written == 1);
+  REQUIRE((*rec)->close().has_value());
+  CHECK_FALSE(std::filesystem::exists(dir / "w.2.vtrace"));
+
+  const auto w = window_of(path);
+  CHECK(w.trigger == "non_finite_readback");
+  CHECK(w.batches == 8);
+  // The window ends at the triggering readback and its counter snapshot.
+  CHECK(w.trigger_event - w.first_event + w.prologue_events == summary_events(path) - 2);
+  const auto replayed = replay(path);
+  CHECK(replayed.check == "bits");
+  CHECK(replayed.checked.readbacks == 8);
+}
+
+TEST_CASE("flight: a counter threshold writes one window when it is first reached") {
+  const auto dir = fresh_dir("vtrace_flight_threshold_test");
+  auto options = flight_options(4);
+  options.flight.counter_threshold = vtrace::recorder::CounterThreshold{"submissions", 12};
+  auto rec = RecordingRuntime::create(make_reference(), "reference", dir / "w.vtrace", options);
+  REQUIRE(rec.has_value());
+  REQUIRE(wl::run_workload(small_decode(20), **rec, nullptr).has_value());
+  const auto stats = (*rec)->flight_stats();
+  REQUIRE(stats.has_value());
+  CHECK(stats->windows_written == 1);
+  REQUIRE((*rec)->close().has_value());
+  const auto w = window_of(dir / "w.vtrace");
+  CHECK(w.trigger == "counter_threshold");
+  CHECK(w.trigger_batch == 12);
+  replay(dir / "w.vtrace");
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("flight: a call failing with a chosen error kind writes a window") {
+  const auto dir = fresh_dir("vtrace_flight_error_test");
+  // The kind an out-of-range zero fails with on the reference runtime.
+  rt::ErrorKind kind{};
+  {
+    auto plain = make_reference();
+    auto permit = plain->admit(request(64, rt::ElementType::kU8));
+    REQUIRE(permit.has_value());
+    auto buffer = plain->allocate(std::move(*permit));
+    REQUIRE(buffer.has_value());
+    auto zero = plain->encode_zero(**buffer, 1024, 64);
+    REQUIRE_FALSE(zero.has_value());
+    kind = zero.error().kind();
+  }
+  auto options = flight_options(4);
+  options.flight.trigger_on_errors = {kind};
+  auto rec = RecordingRuntime::create(make_reference(), "reference", dir / "w.vtrace", options);
+  REQUIRE(rec.has_value());
+  REQUIRE(wl::run_workload(small_decode(6), **rec, nullptr).has_value());
+  {
+    auto permit = (*rec)->admit(request(64, rt::ElementType::kU8));
+    REQUIRE(permit.has_value());
+    auto buffer = (*rec)->allocate(std::move(*permit));
+    REQUIRE(buffer.has_value());
+    CHECK((*rec)->flight_stats()->windows_written == 0);
+    REQUIRE_FALSE((*rec)->encode_zero(**buffer, 1024, 64).has_value());
+  }
+  CHECK((*rec)->flight_stats()->windows_written == 1);
+  REQUIRE((*rec)->close().has_value());
+  CHECK(window_of(dir / "w.vtrace").trigger == "call_error");
+  replay(dir / "w.vtrace");
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("flight: SIGUSR1 writes a window at the next recorded call") {
+  const auto dir = fresh_dir("vtrace_flight_signal_test");
+  auto options = flight_options(4);
+  options.flight.trigger_on_signal = true;
+  auto rec = RecordingRuntime::create(make_reference(), "reference", dir / "w.vtrace", options);
+  REQUIRE(rec.has_value());
+  REQUIRE(wl::run_workload(small_decode(6), **rec, nullptr).has_value());
+  REQUIRE(::raise(SIGUSR1) == 0);
+  // The handler only counted the signal: nothing is written before the next call.
+  CHECK((*rec)->flight_stats()->windows_written == 0);
+  auto stream = (*rec)->create_stream();
+  REQUIRE(stream.has_value());
+  CHECK((*rec)->flight_stats()->windows_written == 1);
+  stream->reset();
+  REQUIRE((*rec)->close().has_value());
+  CHECK(window_of(dir / "w.vtrace").trigger == "signal");
+  replay(dir / "w.vtrace");
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("a capture started mid-run replays on its own without the steps before it") {
+  const auto dir = fresh_dir("vtrace_capture_range_test");
+  // The batches before the decode steps: a full recording's submits less its steps.
+  std::uint64_t setup = 0;
+  {
+    auto sink = std::make_shared<MemorySink::State>();
+    auto full = record_to_memory(make_reference(), sink);
+    REQUIRE(wl::run_workload(small_decode(1), *full, nullptr).has_value());
+    REQUIRE(full->close().has_value());
+    setup = read_trace(sink->copy()).all<fb::SubmitBegin>(fb::EventBody::SubmitBegin).size() - 1;
+  }
+  RecorderOptions options;
+  options.mode = CaptureMode::kFlight;
+  options.flight.start =
+      vtrace::recorder::CapturePoint{vtrace::recorder::CapturePoint::Unit::kSubmit, setup + 1000};
+  options.flight.stop =
+      vtrace::recorder::CapturePoint{vtrace::recorder::CapturePoint::Unit::kSubmit, setup + 1010};
+  auto rec = RecordingRuntime::create(make_reference(), "reference", dir / "range.vtrace", options);
+  REQUIRE(rec.has_value());
+  REQUIRE(wl::run_workload(small_decode(1020), **rec, nullptr).has_value());
+  // Written at the stop point, while the run went on.
+  CHECK((*rec)->flight_stats()->windows_written == 1);
+  REQUIRE((*rec)->close().has_value());
+  const auto w = window_of(dir / "range.vtrace");
+  CHECK(w.trigger == "capture_range");
+  CHECK(w.batches == 10);  // steps 1000 to 1009
+  CHECK(w.submits == 11);  // and the checkpoint's upload
+  CHECK(w.first_event > 1000);
+  const auto replayed = replay(dir / "range.vtrace");
+  CHECK(replayed.checked.readbacks == 10);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("VTRACE_CAPTURE_MODE=flight records a window through open_runtime") {
+  const auto dir = fresh_dir("vtrace_flight_env_test");
+  const auto path = dir / "env.vtrace";
+  ::setenv("VTRACE_CAPTURE", path.c_str(), 1);
+  ::setenv("VTRACE_CAPTURE_MODE", "flight", 1);
+  ::setenv("VTRACE_CAPTURE_WINDOW_BATCHES", "5", 1);
+  auto runtime = vtrace::recorder::open_runtime("reference");
+  ::unsetenv("VTRACE_CAPTURE_WINDOW_BATCHES");
+  ::setenv("VTRACE_CAPTURE_MODE", "sometimes", 1);
+  auto refused = vtrace::recorder::open_runtime("reference");
+  ::unsetenv("VTRACE_CAPTURE_MODE");
+  ::unsetenv("VTRACE_CAPTURE");
+  REQUIRE(refused.has_value());
+  CHECK(dynamic_cast<RecordingRuntime*>(refused->get()) == nullptr);
+  REQUIRE(runtime.has_value());
+  auto* rec = dynamic_cast<RecordingRuntime*>(runtime->get());
+  REQUIRE(rec != nullptr);
+  auto spec = small_decode(12);
+  spec.decode.nan_at_step = 9;
+  REQUIRE(wl::run_workload(spec, *rec, nullptr).has_value());
+  REQUIRE(rec->close().has_value());
+  const auto w = window_of(path);
+  CHECK(w.trigger == "non_finite_readback");
+  CHECK(w.batches == 5);
+  replay(path);
+  std::filesystem::remove_all(dir);
+}
+
+namespace {
+
+// Forwards to the reference runtime; inside its `at`-th submit it copies the flight journals as
+// they are on disk into `snapshot`: what a crash there would leave behind.
+class CrashingRuntime final : public rt::ForwardingRuntime {
+ public:
+  CrashingRuntime(std::filesystem::path dir, std::filesystem::path snapshot, int at)
+      : ForwardingRuntime(make_reference()),
+        dir_(std::move(dir)),
+        snapshot_(std::move(snapshot)),
+        at_(at) {}
+  std::expected<rt::FencePtr, rt::DefinitelyNotSubmitted> submit(rt::Stream& s,
+                                                                 rt::CommandBatch b) override {
+    if (++submits_ == at_) {
+      std::filesystem::create_directories(snapshot_);
+      for (const auto& entry : std::filesystem::directory_iterator(dir_)) {
+        if (entry.path().filename().string().find(".journal-") == std::string::npos) continue;
+        std::filesystem::copy_file(entry.path(), snapshot_ / entry.path().filename());
+      }
+    }
+    return ForwardingRuntime::submit(s, std::move(b));
+  }
+
+ private:
+  std::filesystem::path dir_, snapshot_;
+  int at_;
+  int submits_ = 0;
+};
+
+}  // namespace
+
+TEST_CASE("flight journal: a crash inside a submit leaves the window and its intent on disk") {
+  const auto dir = fresh_dir("vtrace_flight_journal_test");
+  const auto snapshot = fresh_dir("vtrace_flight_journal_snapshot");
+  auto options = flight_options(4);
+  options.flight.journal = true;
+  constexpr int kCrashAt = 31;  // a decode step's submit, well past two journal rotations
+  auto rec = RecordingRuntime::create(std::make_unique<CrashingRuntime>(dir, snapshot, kCrashAt),
+                                      "reference", dir / "w.vtrace", options);
+  REQUIRE(rec.has_value());
+  REQUIRE(wl::run_workload(small_decode(40), **rec, nullptr).has_value());
+  REQUIRE((*rec)->close().has_value());
+  // A clean end leaves no journal.
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    CHECK(entry.path().filename().string().find(".journal-") == std::string::npos);
+  }
+  // What the crash would have left: the journal with more events.
+  std::filesystem::path longest;
+  std::uint64_t most = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(snapshot)) {
+    auto reader = vtrace::schema::TraceReader::open(entry.path());
+    REQUIRE(reader.has_value());
+    if ((*reader)->event_count() > most) {
+      most = (*reader)->event_count();
+      longest = entry.path();
+    }
+  }
+  REQUIRE(!longest.empty());
+  auto source = vtrace::schema::open_file_source(longest);
+  REQUIRE(source.has_value());
+  const auto trace = read_trace(std::move(*source));
+  REQUIRE(!trace.records.empty());
+  // The intent of the submit it died in is the last event on disk.
+  CHECK(std::string(vtrace::schema::event_kind_name(trace.event(trace.records.size() - 1))) ==
+        "SubmitBegin");
+  // At least the last window_batches batches before it, and then that one.
+  CHECK(trace.all<fb::SubmitBegin>(fb::EventBody::SubmitBegin).size() >= 1 + 4 + 1);
+  // It replays on its own, the unfinished submit included.
+  const auto replayed = replay(longest);
+  CHECK_FALSE(replayed.complete);
+  CHECK(replayed.unfinished_submits.size() == 1);
+  CHECK(replayed.checked.readbacks >= 4);
+  std::filesystem::remove_all(dir);
+  std::filesystem::remove_all(snapshot);
+}
