@@ -148,6 +148,8 @@ std::vector<RepairDrop> lost_parts(const TraceReader& salvaged, const TraceReade
   if (!frames.empty() && !frames.back().complete) {
     const FrameInfo& f = frames.back();
     const std::uint64_t at = f.file_offset + f.compressed_bytes;
+    // A file cut right after a flush lost no byte of data, only the end of its last frame and
+    // whatever the recording did after.
     drops.push_back(RepairDrop{
         Part::kCutFrame,
         frames.size() - 1,
@@ -156,9 +158,25 @@ std::vector<RepairDrop> lost_parts(const TraceReader& salvaged, const TraceReade
         recovered,
         std::nullopt,
         {},
-        fmt::format("frame {} at offset {} is cut by the end of the file: its last {} bytes do "
-                    "not decode to a complete record",
-                    frames.size() - 1, f.file_offset, file_bytes - at)});
+        at == file_bytes
+            ? fmt::format("frame {} at offset {} ends without its zstd end (the recording stopped "
+                          "after a flush)",
+                          frames.size() - 1, f.file_offset)
+            : fmt::format("frame {} at offset {} is cut by the end of the file: its last {} bytes "
+                          "do not decode to a complete record",
+                          frames.size() - 1, f.file_offset, file_bytes - at)});
+    return drops;
+  }
+  if (rec.cut_offset == file_bytes && indexed == nullptr) {
+    drops.push_back(RepairDrop{Part::kFooter,
+                               std::nullopt,
+                               file_bytes,
+                               0,
+                               recovered,
+                               std::nullopt,
+                               {},
+                               "the file ends after a complete frame without a footer (the "
+                               "recording did not finish)"});
     return drops;
   }
   if (rec.cut_offset < file_bytes) {

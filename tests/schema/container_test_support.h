@@ -193,9 +193,11 @@ Bytes with_rebuilt_footer(const Bytes& trace, Mutate&& mutate, bool checksummed 
 // A payload changed behind valid checksums: decompresses data frame `frame`, lets `edit` change
 // its content (same length), recompresses it with a valid zstd content checksum, and rebuilds
 // the footer with that frame's new size and both XXH3-128 hashes (later frames moved), all
-// 1.1 checks on. Only the payload's own hash (its id) can then tell.
+// 1.1 checks on. Only the payload's own hash (its id) can then tell. keep_content_hash: leave the
+// footer's XXH3-128 of the content as it was (then that hash is what tells).
 template <typename Edit>
-Bytes with_frame_content_changed(const Bytes& trace, std::size_t frame, Edit&& edit) {
+Bytes with_frame_content_changed(const Bytes& trace, std::size_t frame, Edit&& edit,
+                                 bool keep_content_hash = false) {
   const std::uint64_t foff = footer_offset(trace);
   const Bytes table(trace.begin() + static_cast<std::ptrdiff_t>(foff + 8),
                     trace.end() - static_cast<std::ptrdiff_t>(kTrailerBytes));
@@ -235,7 +237,8 @@ Bytes with_frame_content_changed(const Bytes& trace, std::size_t frame, Edit&& e
               e.file_offset() + static_cast<std::uint64_t>(it ? 0 : shift),
               it ? recompressed.size() : e.compressed_bytes(), e.content_bytes(), e.first_event(),
               e.event_count(), e.blob_count(),
-              it ? vtrace::container::Hash128(ch.low64, ch.high64) : e.content_hash(),
+              it && !keep_content_hash ? vtrace::container::Hash128(ch.low64, ch.high64)
+                                       : e.content_hash(),
               it ? vtrace::container::Hash128(zh.low64, zh.high64) : e.compressed_hash());
         }
       },

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <set>
 
 #include "schema/container_test_support.h"
 #include "vtrace/schema/event_links.h"
@@ -341,4 +342,59 @@ TEST_CASE("repair refuses a trace whose header is damaged and writes nothing", "
   CHECK(
       (kind == vs::TraceErrorKind::kChecksumMismatch || kind == vs::TraceErrorKind::kVerifyFailed));
   CHECK(r.outputs_opened == 0);
+}
+
+TEST_CASE(
+    "repair of a recovered trace whose event names a payload it lacks keeps the events before it",
+    "[schema][repair]") {
+  // What a recording that lost a payload leaves (the cut copies of tests/replayer do the same):
+  // the payload of the first EncodeUpload after event 20 that no earlier event named was never
+  // written, and there is no footer.
+  auto in = open_ok(golden_bytes("decode-short-v1.2.vtrace"));
+  const auto events = events_of(*in, in->event_count());
+  std::optional<std::uint64_t> lost;
+  vs::BlobId lost_id;
+  std::set<vs::BlobId> named;
+  auto state = std::make_shared<MemorySink::State>();
+  auto w = vs::TraceWriter::create(std::make_unique<MemorySink>(state), in->header());
+  REQUIRE(w.has_value());
+  for (std::uint64_t n = 0; n < events.size(); ++n) {
+    const auto* event = vs::event_of(events[n]);
+    const auto payloads = vs::event_links(*event).payloads;
+    if (!lost && n > 20 && event->body_as_EncodeUpload() != nullptr && !payloads.empty() &&
+        !named.contains(payloads[0])) {
+      lost = n;
+      lost_id = payloads[0];
+    }
+    for (const auto& id : payloads) {
+      named.insert(id);
+      if (lost && id == lost_id) continue;
+      REQUIRE((*w)->put_blob(in->blob(id).value(), 2).has_value());
+    }
+    REQUIRE((*w)->append_event(events[n]).has_value());
+  }
+  REQUIRE(lost.has_value());
+  REQUIRE((*w)->flush().has_value());
+  Bytes written;
+  {
+    std::lock_guard lk(state->mu);
+    written = state->bytes;  // no footer: the writer is not closed yet
+  }
+  REQUIRE((*w)->close({}).has_value());
+
+  const Repaired r = repair(written);
+  check_repaired(written, r, *lost);
+  // The flushed but unfinished last frame, then the events cut off at the lost payload.
+  REQUIRE(r.report->drops.size() == 2);
+  CHECK(r.report->drops[0].part == vs::RepairDrop::Part::kCutFrame);
+  CHECK(r.report->drops[0].bytes == 0);
+  CHECK_THAT(r.report->drops[0].reason, Catch::Contains("ends without its zstd end"));
+  const auto& d = r.report->drops[1];
+  CHECK(d.part == vs::RepairDrop::Part::kEvents);
+  CHECK(d.first_event == *lost);
+  CHECK(d.events_lost == std::optional<std::uint64_t>(events.size() - *lost));
+  CHECK(d.payloads_missing == std::vector<vs::BlobId>{lost_id});
+  CHECK(d.reason ==
+        fmt::format("event {} (EncodeUpload) names payload {}, which the file does not hold", *lost,
+                    lost_id.hex()));
 }
