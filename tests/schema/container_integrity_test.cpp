@@ -541,10 +541,28 @@ TEST_CASE("a header frame prefix that is not vtrace's is refused as not a trace"
     CHECK(r().error().message == "test.vtrace: the header frame lacks the vtrace magic");
   }
   SECTION("the header frame's size changed: its hash is no longer where the size says") {
+    // Without the footer, whose copy of the header hash would catch it too.
+    b.resize(static_cast<std::size_t>(footer_offset(b)));
     b[4] ^= 0x01;
     REQUIRE_FALSE(r().has_value());
     CHECK(r().error().kind == vs::TraceErrorKind::kChecksumMismatch);
     CHECK_THAT(r().error().message,
                Catch::Contains("the header frame at offset 0 does not match its checksum"));
   }
+}
+
+TEST_CASE("a recovered trace whose header does not match its hash is refused by open",
+          "[schema][integrity]") {
+  // No footer: the header's own hash is the only check (the footer's copy is gone with it).
+  Bytes b = small_trace();
+  b.resize(static_cast<std::size_t>(footer_offset(b)));
+  const auto it =
+      std::search(b.begin(), b.end(), std::begin("integrity_test"), std::end("integrity_test") - 1);
+  REQUIRE(it != b.end());
+  *it = static_cast<std::uint8_t>(*it ^ 0x01);
+  auto r = open_bytes(b);
+  REQUIRE_FALSE(r.has_value());
+  CHECK(r.error().kind == vs::TraceErrorKind::kChecksumMismatch);
+  CHECK(r.error().message ==
+        "test.vtrace: the header frame at offset 0 does not match its checksum");
 }
