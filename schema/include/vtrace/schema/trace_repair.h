@@ -42,8 +42,10 @@ struct RepairDrop {
   enum class Part : std::uint8_t {
     kDamagedFrame,  // a data frame that failed a check (reason: the check's sentence)
     kLaterFrames,   // the frames after a damaged one
-    kCutFrame,      // the undecodable tail of a frame cut by the end of the file
-    kFooter,        // a footer (or trailing bytes) that is damaged or cut; it holds no events
+    kCutFrame,      // the undecodable tail of a frame cut by the end of the file (0 bytes: cut
+                    // right after a flush, only the frame's end is missing)
+    kFooter,        // a footer (or trailing bytes) that is damaged or cut, or (0 bytes) absent
+                    // after a complete frame
     kEvents,        // recovered events cut off because one names a payload that was not recovered
   };
   Part part = Part::kDamagedFrame;
