@@ -56,7 +56,8 @@ Bytes hand_frame(const Bytes& content, std::uint64_t claimed, unsigned window_lo
 }  // namespace
 
 TEST_CASE(
-    "a footer whose index or totals claim 2^40 events is refused before anything is sized by it",
+    "a footer frame entry claiming 2^40 events or payloads is refused before anything is sized by "
+    "it",
     "[schema][bounds]") {
   const Bytes good = trace_of(30);
   SECTION("a frame entry claiming 2^40 events") {
