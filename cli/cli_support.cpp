@@ -194,12 +194,14 @@ std::optional<std::string> refused_outputs(std::initializer_list<OutputFile> out
   return std::nullopt;
 }
 
-// "; the events recorded so far are in OUT.partial" when the writer left one, else "".
+// "; the events recorded so far are in OUT.partial (`vtrace repair OUT.partial -o OUT` finishes
+// it)" when the writer left one, else "".
 std::string partial_note(const std::string& output) {
   std::error_code ec;
   const std::string partial = output + ".partial";
   if (!std::filesystem::is_regular_file(partial, ec)) return "";
-  return fmt::format("; the events recorded so far are in {}", partial);
+  return fmt::format("; the events recorded so far are in {} (`{}` finishes it)", partial,
+                     shell_command({"vtrace", "repair", partial, "-o", output}));
 }
 
 std::string human_bytes(std::uint64_t bytes) {

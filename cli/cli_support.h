@@ -90,7 +90,8 @@ struct OutputFile {
 std::optional<std::string> refused_outputs(std::initializer_list<OutputFile> outputs,
                                            std::initializer_list<InputFile> inputs);
 
-// "; the events recorded so far are in OUT.partial" when the writer left one there, else "".
+// "; the events recorded so far are in OUT.partial (`vtrace repair OUT.partial -o OUT` finishes
+// it)" when the writer left one there, else "". The command is shell words (shell_command).
 std::string partial_note(const std::string& output);
 
 // Every `reproduce:` line is shell words (vtrace/replayer/shell_words.h: one rule for the CLI's

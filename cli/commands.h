@@ -45,6 +45,7 @@ void add_export_command(CLI::App& app, const GlobalOptions& global, RunFunction*
 void add_info_command(CLI::App& app, const GlobalOptions& global, RunFunction* run);
 void add_dump_command(CLI::App& app, const GlobalOptions& global, RunFunction* run);
 void add_verify_command(CLI::App& app, const GlobalOptions& global, RunFunction* run);
+void add_repair_command(CLI::App& app, const GlobalOptions& global, RunFunction* run);
 void add_demo_command(CLI::App& app, const GlobalOptions& global, RunFunction* run);
 void add_list_runtimes_command(CLI::App& app, const GlobalOptions& global, RunFunction* run);
 // `vtrace help [SUBCOMMAND]`: the overview, or that subcommand's --help (help_command.cpp).

@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
   add_info_command(app, global, &run);
   add_dump_command(app, global, &run);
   add_verify_command(app, global, &run);
+  add_repair_command(app, global, &run);
   add_demo_command(app, global, &run);
   add_list_runtimes_command(app, global, &run);
   add_help_command(app);

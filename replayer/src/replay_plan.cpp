@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <set>
 
@@ -53,7 +54,10 @@ TraceResult<ReplayPlan> ReplayPlan::build(schema::TraceReader& reader) {
   detail::ReferenceCheck references;
   std::vector<std::pair<std::uint64_t, schema::BlobId>> named;  // (event, payload), in event order
   std::optional<TraceError> failure;
-  plan.steps_.reserve(reader.event_count());
+  // The count comes from the file: a footer may claim 2^40 events (tests/replayer/
+  // bad_reference_test.cpp), so it only bounds the first reservation.
+  plan.steps_.reserve(
+      static_cast<std::size_t>(std::min<std::uint64_t>(reader.event_count(), 1u << 16)));
   auto visited = reader.visit_events(
       0, reader.event_count(), [&](std::uint64_t ordinal, std::span<const std::uint8_t> bytes) {
         const fb::Event* event = schema::event_of(bytes);

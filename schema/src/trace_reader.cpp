@@ -188,6 +188,7 @@ struct ScanMode {
   bool allow_cut = false;
   bool verify_events = false;
   bool check_blobs = false;
+  bool stop_at_damage = false;  // salvage: a damaged frame ends the scan (ScanOut::damaged)
 };
 
 struct ScanOut {
@@ -199,6 +200,7 @@ struct ScanOut {
   bool cut_frame = false;      // the last frame is cut (frames.back().complete == false)
   bool footer_seen = false;
   bool ends_cleanly = false;   // the scan reached `end` exactly on a frame boundary
+  std::optional<DamagedFrame> damaged;  // stop_at_damage: the frame the scan stopped at
 };
 
 }  // namespace
@@ -434,15 +436,25 @@ struct TraceReader::Impl {
         pos += 8 + size;
         continue;
       }
+      const std::uint64_t fi = out.frames.size();
+      // With stop_at_damage, a frame that fails a check ends the scan where it starts (a read
+      // error of the source still fails it).
+      const auto damaged = [&](TraceError error) -> TraceResult<ScanOut> {
+        if (!mode.stop_at_damage || error.kind == TraceErrorKind::kIo) {
+          return std::unexpected(std::move(error));
+        }
+        out.damaged = DamagedFrame{fi, pos, std::move(error)};
+        out.data_end = pos;
+        return std::move(out);
+      };
       if (magic != kZstdFrameMagic) {
-        return std::unexpected(make_error(
+        return damaged(make_error(
             TraceErrorKind::kCorrupt,
             fmt::format("{}: no zstd frame at offset {} (magic {:#010x})", name, pos, magic)));
       }
-      const std::uint64_t fi = out.frames.size();
       const std::string where = frame_where(fi, pos);
       auto d = decode(fi, pos, end, 0);
-      if (!d) return std::unexpected(d.error());
+      if (!d) return damaged(d.error());
       if (!d->complete && !mode.allow_cut) {
         return std::unexpected(make_error(
             TraceErrorKind::kTruncated, fmt::format("{}: the frame is cut at offset {}", where, end)));
@@ -472,7 +484,7 @@ struct TraceReader::Impl {
         found.push_back(*b);
         return {};
       });
-      if (!parsed) return std::unexpected(parsed.error());
+      if (!parsed) return damaged(parsed.error());
       info.content_bytes = *parsed;
       // A cut frame counts the compressed bytes of its recovered prefix only, so that content
       // and compressed bytes describe the same data (totals(), `vtrace info`).
@@ -703,13 +715,14 @@ struct TraceReader::Impl {
     if (f->summary()) summary.assign(f->summary()->begin(), f->summary()->end());
     data_end = foff;
     footer_mode = true;
-    recovery = RecoveryInfo{true, events, size, size, {}};
+    recovery = RecoveryInfo{true, events, size, size, {}, std::nullopt};
     return true;
   }
 
   TraceResult<void> recover() {
     const std::uint64_t size = src->size();
-    auto s = scan(data_begin, size, ScanMode{true, false, false});
+    const bool salvage = opt.salvage;
+    auto s = scan(data_begin, size, ScanMode{true, salvage, salvage, salvage});
     if (!s) return std::unexpected(s.error());
     frames = std::move(s->frames);
     blobs = std::move(s->blobs);
@@ -728,7 +741,11 @@ struct TraceReader::Impl {
     recovery.file_bytes = size;
     std::uint64_t whole = 0;
     for (const auto& f : frames) whole += f.complete ? 1 : 0;
-    if (footer_damage) {
+    recovery.damaged = s->damaged;
+    if (s->damaged) {
+      recovery.note = fmt::format("{} (recovered {} events from the {} complete frames before it)",
+                                  s->damaged->error.message, s->events, whole);
+    } else if (footer_damage) {
       recovery.note = fmt::format(
           "{}: the footer at offset {} is damaged (it does not match its checksum): recovered {} "
           "events from {} complete frames by scanning", name, s->data_end, s->events, whole);
@@ -766,7 +783,8 @@ TraceResult<std::unique_ptr<TraceReader>> TraceReader::open(std::unique_ptr<Byte
   impl->dctx = ZSTD_createDCtx();
   if (impl->dctx == nullptr) return std::unexpected(make_error(TraceErrorKind::kIo, "out of memory"));
   if (auto r = impl->read_header(); !r) return std::unexpected(r.error());
-  auto footer = impl->read_footer();
+  // Salvage never trusts the footer: it scans and checks every frame.
+  auto footer = impl->opt.salvage ? TraceResult<bool>(false) : impl->read_footer();
   if (!footer) return std::unexpected(footer.error());
   if (!*footer) {
     if (auto r = impl->recover(); !r) return std::unexpected(r.error());
@@ -879,6 +897,14 @@ TraceResult<std::vector<std::uint8_t>> TraceReader::blob(const BlobId& id) {
                     where, loc.record_offset, b->id.hex(), id.hex())));
   }
   return decode_blob(*b, r, where);
+}
+
+std::optional<BlobEncoding> TraceReader::blob_encoding(const BlobId& id) const {
+  const auto& blobs = impl_->blobs;
+  auto it = std::lower_bound(blobs.begin(), blobs.end(), id,
+                             [](const BlobLoc& b, const BlobId& v) { return b.id < v; });
+  if (it == blobs.end() || it->id != id) return std::nullopt;
+  return it->encoding;
 }
 
 TraceResult<void> TraceReader::verify_all() {

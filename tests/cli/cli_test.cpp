@@ -150,7 +150,7 @@ TEST_CASE("vtrace list-runtimes names reference, cpu and cpu-splitk and what eac
 
 TEST_CASE("every vtrace subcommand has --help", "[cli]") {
   for (const char* sub : {"record", "replay", "compare", "diff", "extract", "info", "dump",
-                          "verify", "demo", "list-runtimes"}) {
+                          "verify", "repair", "demo", "list-runtimes"}) {
     INFO(sub);
     auto run = run_vtrace(fmt::format("{} --help", sub));
     CHECK(run.code == 0);

@@ -1,16 +1,16 @@
 // Integrity of the whole file (format 1.1): the header frame's hash, the footer's copy of it and
 // the trailer's footer checksum, so that a flipped bit anywhere in a trace (header, data frames,
 // footer, trailer) is detected; and the 1.0 layout without them stays readable.
-#include <catch2/catch.hpp>
-
-#include <algorithm>
-#include <cstring>
-#include <filesystem>
-#include <string>
-
 #include <container_generated.h>
 #include <fmt/format.h>
 #include <xxhash.h>
+#include <zstd.h>
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cstring>
+#include <filesystem>
+#include <string>
 
 #include "schema/container_test_support.h"
 #include "vtrace/schema/format.h"
@@ -304,4 +304,265 @@ TEST_CASE("a single flipped bit anywhere in a trace is detected by open or verif
   CHECK(trailer_flips == 8 * vs::kTrailerBytes);
   CHECK(refused_at_open >= header_flips);
   CHECK(undetected == 0);
+}
+
+// The integrity checks of docs/FORMAT.md's table that the flip of one bit cannot isolate (zstd's
+// content checksum and the footer's hashes overlap): each case below defeats every check but one.
+namespace {
+
+// The first blob record of a decompressed frame: its offset, or content.size() when none.
+std::size_t first_blob_record(const Bytes& content) {
+  std::size_t at = 0;
+  while (at + vs::kRecordPrefixBytes <= content.size()) {
+    const std::uint32_t len = vs::testing::read_u32(content, at);
+    if (content[at + 4] == static_cast<std::uint8_t>(vs::RecordKind::kBlob)) return at;
+    at += vs::kRecordPrefixBytes + len;
+  }
+  return content.size();
+}
+
+// The offset of a filler byte of the frame's first synthetic event (no check but the frame's
+// hashes covers it).
+std::size_t event_filler_byte(const Bytes& content) {
+  std::size_t at = 0;
+  while (at + vs::kRecordPrefixBytes <= content.size()) {
+    const std::uint32_t len = vs::testing::read_u32(content, at);
+    if (content[at + 4] == static_cast<std::uint8_t>(vs::RecordKind::kEvent) && len > 8) {
+      return at + vs::kRecordPrefixBytes + 8;
+    }
+    at += vs::kRecordPrefixBytes + len;
+  }
+  FAIL("no event with filler in the frame");
+  return 0;
+}
+
+// The first data frame of `b` (a small_trace) that holds a payload.
+std::size_t frame_with_blob(const Bytes& b) {
+  auto r = open_bytes(b);
+  REQUIRE(r.has_value());
+  for (std::size_t i = 0; i < (*r)->frames().size(); ++i) {
+    if ((*r)->frames()[i].blob_count > 0) return i;
+  }
+  FAIL("no frame holds a payload");
+  return 0;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "a payload changed behind valid frame checksums is refused by verify_all and blob naming it",
+    "[schema][integrity]") {
+  const Bytes good = small_trace();
+  const std::size_t frame = frame_with_blob(good);
+  vs::BlobId id;
+  Bytes changed = vs::testing::with_frame_content_changed(good, frame, [&](Bytes& content) {
+    const std::size_t at = first_blob_record(content);
+    REQUIRE(at < content.size());
+    id = vs::BlobId{le64(content, at + 5), le64(content, at + 13)};
+    content[at + vs::kRecordPrefixBytes + vs::kBlobRecordHeaderBytes + 7] ^= 0x20;
+  });
+  SECTION("the footer rebuilt to match the changed frame (every other check passes)") {}
+  SECTION("the footer removed: read as a recovered recording") {
+    changed.resize(static_cast<std::size_t>(footer_offset(changed)));
+  }
+  const std::string sentence =
+      fmt::format("payload {} decodes to bytes whose XXH3-128 is", id.hex());
+  auto r = open_bytes(changed);
+  REQUIRE(r.has_value());
+  CHECK(events_read(**r) == 40);  // the events are intact
+  auto blob = (*r)->blob(id);
+  REQUIRE_FALSE(blob.has_value());
+  CHECK(blob.error().kind == vs::TraceErrorKind::kChecksumMismatch);
+  CHECK_THAT(blob.error().message, Catch::Contains(sentence));
+  auto v = (*r)->verify_all();
+  REQUIRE_FALSE(v.has_value());
+  CHECK(v.error().kind == vs::TraceErrorKind::kChecksumMismatch);
+  CHECK_THAT(v.error().message,
+             Catch::Contains(sentence) && Catch::Contains(fmt::format("frame {}", frame)));
+}
+
+TEST_CASE(
+    "a frame whose content changed behind a valid zstd checksum is refused by the footer's content "
+    "hash",
+    "[schema][integrity]") {
+  const Bytes good = small_trace();
+  // One filler byte of the frame's first event (not a payload: only the content hash covers it).
+  const Bytes changed = vs::testing::with_frame_content_changed(
+      good, 1, [](Bytes& content) { content[event_filler_byte(content)] ^= 0x01; }, true);
+  auto r = open_bytes(changed);
+  REQUIRE(r.has_value());
+  const auto& f = (*r)->frames()[1];
+  const auto visited =
+      (*r)->visit_events(f.first_event, f.first_event + 1,
+                         [](std::uint64_t, std::span<const std::uint8_t>) { return true; });
+  REQUIRE_FALSE(visited.has_value());
+  CHECK(visited.error().kind == vs::TraceErrorKind::kChecksumMismatch);
+  CHECK(
+      visited.error().message ==
+      fmt::format(
+          "test.vtrace: frame 1 at offset {}: the decompressed content does not match its XXH3-128",
+          f.file_offset));
+  auto v = (*r)->verify_all();
+  REQUIRE_FALSE(v.has_value());
+  CHECK(v.error().kind == vs::TraceErrorKind::kChecksumMismatch);
+  CHECK(v.error().message ==
+        fmt::format(
+            "test.vtrace: frame 1 at offset {}: the frame's XXH3-128 does not match the footer's",
+            f.file_offset));
+}
+
+TEST_CASE(
+    "a frame's compressed bytes changed where zstd does not look are refused by the footer's "
+    "compressed hash",
+    "[schema][integrity]") {
+  Bytes b = small_trace();
+  std::uint64_t offset = 0;
+  {
+    auto r = open_bytes(b);
+    REQUIRE(r.has_value());
+    offset = (*r)->frames()[1].file_offset;
+  }
+  // RFC 8878: bit 4 of the frame header descriptor is unused; a decoder must not interpret it.
+  b[offset + 4] ^= 0x10;
+  auto r = open_bytes(b);
+  REQUIRE(r.has_value());
+  const auto& f = (*r)->frames()[1];
+  const auto visited =
+      (*r)->visit_events(f.first_event, f.first_event + 1,
+                         [](std::uint64_t, std::span<const std::uint8_t>) { return true; });
+  REQUIRE_FALSE(visited.has_value());
+  CHECK(visited.error().message == fmt::format("test.vtrace: frame 1 at offset {}: the compressed "
+                                               "bytes do not match the footer's XXH3-128",
+                                               offset));
+  auto v = (*r)->verify_all();
+  REQUIRE_FALSE(v.has_value());
+  CHECK(v.error().message ==
+        fmt::format(
+            "test.vtrace: frame 1 at offset {}: the frame's XXH3-128 does not match the footer's",
+            offset));
+  // zstd itself decodes the frame as before: only the footer's hash tells.
+  b.resize(static_cast<std::size_t>(footer_offset(b)));
+  auto recovered = open_bytes(b);
+  REQUIRE(recovered.has_value());
+  CHECK(events_read(**recovered) == 40);
+}
+
+TEST_CASE("a recovered frame whose content does not match its zstd checksum is refused by the scan",
+          "[schema][integrity]") {
+  // Without a footer, zstd's content checksum is the only check of a frame's content.
+  const Bytes good = small_trace();
+  auto r = open_bytes(good);
+  REQUIRE(r.has_value());
+  const auto& f = (*r)->frames()[1];
+  Bytes content(static_cast<std::size_t>(f.content_bytes));
+  REQUIRE(ZSTD_decompress(content.data(), content.size(), good.data() + f.file_offset,
+                          static_cast<std::size_t>(f.compressed_bytes)) == content.size());
+  content[event_filler_byte(content)] ^= 0x01;
+  Bytes frame = vs::testing::zstd_frame(content);
+  // The original frame's checksum (its last 4 bytes) on the changed content.
+  std::memcpy(frame.data() + frame.size() - 4, good.data() + f.file_offset + f.compressed_bytes - 4,
+              4);
+  Bytes cut(good.begin(), good.begin() + static_cast<std::ptrdiff_t>(f.file_offset));
+  cut.insert(cut.end(), frame.begin(), frame.end());
+  auto bad = open_bytes(cut);
+  REQUIRE_FALSE(bad.has_value());
+  CHECK(bad.error().kind == vs::TraceErrorKind::kChecksumMismatch);
+  CHECK(bad.error().message ==
+        fmt::format("test.vtrace: frame 1 at offset {}: the zstd content checksum does not match",
+                    f.file_offset));
+}
+
+TEST_CASE(
+    "a trailer that does not describe the footer frame is refused, one without its magic reads as "
+    "unfinished",
+    "[schema][integrity]") {
+  const Bytes good = small_trace();
+  const std::uint64_t foff = footer_offset(good);
+  const std::size_t trailer = good.size() - vs::kTrailerBytes;
+  auto refused = [](const Bytes& b) {
+    auto r = open_bytes(b);
+    REQUIRE_FALSE(r.has_value());
+    CHECK(r.error().kind == vs::TraceErrorKind::kCorrupt);
+    return r.error().message;
+  };
+  SECTION("footer_offset moved") {
+    Bytes b = good;
+    const std::uint64_t moved = foff + 8;
+    std::memcpy(b.data() + trailer, &moved, 8);
+    CHECK_THAT(refused(b),
+               Catch::Contains(fmt::format("the trailer's footer (offset {}, ", moved)) &&
+                   Catch::Contains(fmt::format("does not end the {}-byte file", good.size())));
+  }
+  SECTION("footer_size changed") {
+    Bytes b = good;
+    const std::uint64_t size = good.size() - foff - 8;
+    std::memcpy(b.data() + trailer + 8, &size, 8);
+    CHECK_THAT(refused(b), Catch::Contains(fmt::format("{} bytes) does not end the", size)));
+  }
+  SECTION("the footer frame's magic changed") {
+    Bytes b = good;
+    b[foff] ^= 0x01;
+    CHECK_THAT(refused(b), Catch::Contains(fmt::format("no footer frame of {} bytes at offset {}",
+                                                       good.size() - foff, foff)));
+  }
+  SECTION("the footer frame's size changed") {
+    Bytes b = good;
+    b[foff + 4] ^= 0x01;
+    CHECK_THAT(refused(b), Catch::Contains(fmt::format("no footer frame of {} bytes at offset {}",
+                                                       good.size() - foff, foff)));
+  }
+  SECTION("the trailer magic gone: an unfinished recording") {
+    Bytes b = good;
+    b[b.size() - 1] ^= 0x01;
+    auto r = open_bytes(b);
+    REQUIRE(r.has_value());
+    CHECK_FALSE((*r)->complete());
+    CHECK((*r)->event_count() == 40);
+    auto v = (*r)->verify_all();
+    REQUIRE_FALSE(v.has_value());
+    CHECK(v.error().kind == vs::TraceErrorKind::kTruncated);
+  }
+}
+
+TEST_CASE("a header frame prefix that is not vtrace's is refused as not a trace",
+          "[schema][integrity]") {
+  Bytes b = small_trace();
+  auto r = [&] { return open_bytes(b); };
+  SECTION("another skippable frame magic") {
+    b[0] ^= 0x01;  // 0x184D2A5A -> 0x184D2A5B: still a zstd skippable frame, not our header
+    REQUIRE_FALSE(r().has_value());
+    CHECK(r().error().kind == vs::TraceErrorKind::kNotATrace);
+    CHECK(r().error().message == "test.vtrace does not start with a vtrace header frame");
+  }
+  SECTION("the content magic changed") {
+    b[8 + 2] ^= 0x01;
+    REQUIRE_FALSE(r().has_value());
+    CHECK(r().error().kind == vs::TraceErrorKind::kNotATrace);
+    CHECK(r().error().message == "test.vtrace: the header frame lacks the vtrace magic");
+  }
+  SECTION("the header frame's size changed: its hash is no longer where the size says") {
+    // Without the footer, whose copy of the header hash would catch it too.
+    b.resize(static_cast<std::size_t>(footer_offset(b)));
+    b[4] ^= 0x01;
+    REQUIRE_FALSE(r().has_value());
+    CHECK(r().error().kind == vs::TraceErrorKind::kChecksumMismatch);
+    CHECK_THAT(r().error().message,
+               Catch::Contains("the header frame at offset 0 does not match its checksum"));
+  }
+}
+
+TEST_CASE("a recovered trace whose header does not match its hash is refused by open",
+          "[schema][integrity]") {
+  // No footer: the header's own hash is the only check (the footer's copy is gone with it).
+  Bytes b = small_trace();
+  b.resize(static_cast<std::size_t>(footer_offset(b)));
+  const auto it =
+      std::search(b.begin(), b.end(), std::begin("integrity_test"), std::end("integrity_test") - 1);
+  REQUIRE(it != b.end());
+  *it = static_cast<std::uint8_t>(*it ^ 0x01);
+  auto r = open_bytes(b);
+  REQUIRE_FALSE(r.has_value());
+  CHECK(r.error().kind == vs::TraceErrorKind::kChecksumMismatch);
+  CHECK(r.error().message ==
+        "test.vtrace: the header frame at offset 0 does not match its checksum");
 }

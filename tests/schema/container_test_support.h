@@ -1,7 +1,14 @@
 // Helpers for the container tests: an in-memory sink, a source that records which bytes were
-// read, synthetic event records and a verifier for them, and a way to rebuild a trace's footer.
+// read, synthetic event records and a verifier for them, zstd frames made by hand, a way to
+// rebuild a trace's footer and to replace one data frame (a payload changed behind a valid
+// frame checksum). Used by tests/schema and tests/cli (which link zstd and xxhash for it).
 #pragma once
 
+#include <container_generated.h>
+#include <xxhash.h>
+#include <zstd.h>
+
+#include <catch2/catch.hpp>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -112,6 +119,130 @@ inline std::vector<std::uint8_t> normal_f16(std::size_t count, std::uint32_t see
     out[2 * i + 1] = static_cast<std::uint8_t>(half >> 8);
   }
   return out;
+}
+
+using Bytes = std::vector<std::uint8_t>;
+
+// The footer frame's offset, from the trailer (the last 32 bytes).
+inline std::uint64_t footer_offset(const Bytes& b) {
+  std::uint64_t off = 0;
+  std::memcpy(&off, b.data() + b.size() - kTrailerBytes, 8);
+  return off;
+}
+
+// A data frame holding `records`, compressed the way the writer does (content checksum on).
+inline Bytes zstd_frame(const Bytes& records) {
+  Bytes out(ZSTD_compressBound(records.size()));
+  ZSTD_CCtx* cctx = ZSTD_createCCtx();
+  ZSTD_CCtx_setParameter(cctx, ZSTD_c_checksumFlag, 1);
+  const std::size_t n =
+      ZSTD_compress2(cctx, out.data(), out.size(), records.data(), records.size());
+  ZSTD_freeCCtx(cctx);
+  REQUIRE(!ZSTD_isError(n));
+  out.resize(n);
+  return out;
+}
+
+inline void put_le64(Bytes& out, std::uint64_t v) {
+  for (int i = 0; i < 8; ++i) out.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
+}
+
+// Rewrites a trace's footer after `mutate` edits copies of its indexes. checksummed: keep the
+// footer's header_hash and write the trailer's footer checksum (format 1.1), so that every 1.1
+// check stays on; otherwise the footer is written the 1.0 way (checksum 0: not checked).
+template <typename Mutate>
+Bytes with_rebuilt_footer(const Bytes& trace, Mutate&& mutate, bool checksummed = false) {
+  const std::uint64_t foff = footer_offset(trace);
+  Bytes table(trace.begin() + static_cast<std::ptrdiff_t>(foff + 8),
+              trace.end() - static_cast<std::ptrdiff_t>(kTrailerBytes));
+  REQUIRE(!table.empty());
+  const auto* f = flatbuffers::GetRoot<vtrace::container::Footer>(table.data());
+  const auto* fvec = f != nullptr ? f->frames() : nullptr;
+  const auto* bvec = f != nullptr ? f->blobs() : nullptr;
+  const auto* svec = f != nullptr ? f->summary() : nullptr;
+  if (fvec == nullptr || bvec == nullptr || svec == nullptr) FAIL("the footer lacks its indexes");
+  std::vector<vtrace::container::FrameEntry> frames;
+  for (flatbuffers::uoffset_t i = 0; i < fvec->size(); ++i) frames.push_back(*fvec->Get(i));
+  std::vector<vtrace::container::BlobEntry> blobs;
+  for (flatbuffers::uoffset_t i = 0; i < bvec->size(); ++i) blobs.push_back(*bvec->Get(i));
+  mutate(frames, blobs);
+  flatbuffers::FlatBufferBuilder fbb;
+  auto fv = fbb.CreateVectorOfStructs(frames);
+  auto bv = fbb.CreateVectorOfStructs(blobs);
+  auto sv = fbb.CreateVector(svec->data(), svec->size());
+  const vtrace::container::Hash128* hh = checksummed ? f->header_hash() : nullptr;
+  fbb.Finish(vtrace::container::CreateFooter(fbb, fv, bv, f->totals(), sv, hh));
+  Bytes out(trace.begin(), trace.begin() + static_cast<std::ptrdiff_t>(foff));
+  const std::uint32_t content = static_cast<std::uint32_t>(fbb.GetSize() + kTrailerBytes);
+  for (std::uint32_t v : {kFooterSkippableMagic, content}) {
+    for (int i = 0; i < 4; ++i) out.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
+  }
+  out.insert(out.end(), fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
+  put_le64(out, foff);
+  put_le64(out, 8ull + content);
+  std::uint64_t checksum = 0;
+  if (checksummed) {
+    checksum = XXH3_64bits(fbb.GetBufferPointer(), fbb.GetSize());
+    if (checksum == 0) checksum = 1;
+  }
+  put_le64(out, checksum);
+  for (char c : kTrailerMagic) out.push_back(static_cast<std::uint8_t>(c));
+  return out;
+}
+
+// A payload changed behind valid checksums: decompresses data frame `frame`, lets `edit` change
+// its content (same length), recompresses it with a valid zstd content checksum, and rebuilds
+// the footer with that frame's new size and both XXH3-128 hashes (later frames moved), all
+// 1.1 checks on. Only the payload's own hash (its id) can then tell. keep_content_hash: leave the
+// footer's XXH3-128 of the content as it was (then that hash is what tells).
+template <typename Edit>
+Bytes with_frame_content_changed(const Bytes& trace, std::size_t frame, Edit&& edit,
+                                 bool keep_content_hash = false) {
+  const std::uint64_t foff = footer_offset(trace);
+  const Bytes table(trace.begin() + static_cast<std::ptrdiff_t>(foff + 8),
+                    trace.end() - static_cast<std::ptrdiff_t>(kTrailerBytes));
+  const auto* f = flatbuffers::GetRoot<vtrace::container::Footer>(table.data());
+  REQUIRE(f->frames() != nullptr);
+  REQUIRE(frame < f->frames()->size());
+  const vtrace::container::FrameEntry old =
+      *f->frames()->Get(static_cast<flatbuffers::uoffset_t>(frame));
+  Bytes content(old.content_bytes());
+  const std::size_t n = ZSTD_decompress(content.data(), content.size(),
+                                        trace.data() + old.file_offset(), old.compressed_bytes());
+  REQUIRE(n == content.size());
+  edit(content);
+  REQUIRE(content.size() == old.content_bytes());
+  const Bytes recompressed = zstd_frame(content);
+  Bytes spliced(trace.begin(), trace.begin() + static_cast<std::ptrdiff_t>(old.file_offset()));
+  spliced.insert(spliced.end(), recompressed.begin(), recompressed.end());
+  spliced.insert(
+      spliced.end(),
+      trace.begin() + static_cast<std::ptrdiff_t>(old.file_offset() + old.compressed_bytes()),
+      trace.end());
+  const std::int64_t shift = static_cast<std::int64_t>(recompressed.size()) -
+                             static_cast<std::int64_t>(old.compressed_bytes());
+  // The trailer's footer offset moves with the data before it.
+  const std::uint64_t new_foff = foff + static_cast<std::uint64_t>(shift);
+  std::memcpy(spliced.data() + spliced.size() - kTrailerBytes, &new_foff, 8);
+  const XXH128_hash_t ch = XXH3_128bits(content.data(), content.size());
+  const XXH128_hash_t zh = XXH3_128bits(recompressed.data(), recompressed.size());
+  return with_rebuilt_footer(
+      spliced,
+      [&](std::vector<vtrace::container::FrameEntry>& frames,
+          std::vector<vtrace::container::BlobEntry>&) {
+        for (std::size_t i = frame; i < frames.size(); ++i) {
+          const auto& e = frames[i];
+          const bool it = i == frame;
+          frames[i] = vtrace::container::FrameEntry(
+              e.file_offset() + static_cast<std::uint64_t>(it ? 0 : shift),
+              it ? recompressed.size() : e.compressed_bytes(), e.content_bytes(), e.first_event(),
+              e.event_count(), e.blob_count(),
+              it && !keep_content_hash ? vtrace::container::Hash128(ch.low64, ch.high64)
+                                       : e.content_hash(),
+              it ? vtrace::container::Hash128(zh.low64, zh.high64) : e.compressed_hash());
+        }
+      },
+      true);
 }
 
 inline std::uint32_t read_u32(const std::vector<std::uint8_t>& b, std::size_t at) {

@@ -22,6 +22,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -43,12 +44,21 @@ struct FrameInfo {
   bool complete = true;    // false only for a cut last frame of a recovered file
 };
 
+// The first data frame a salvage scan (TraceReaderOptions::salvage) found damaged: the scan ended
+// there, as if the file were cut at `file_offset`.
+struct DamagedFrame {
+  std::uint64_t index = 0;  // data frame index (the frames before it were recovered)
+  std::uint64_t file_offset = 0;
+  TraceError error;  // what the check found, naming the frame and offset
+};
+
 struct RecoveryInfo {
   bool footer_present = true;
   std::uint64_t events_recovered = 0;
   std::uint64_t cut_offset = 0;     // where the valid data ends (file size when complete)
   std::uint64_t file_bytes = 0;
   std::string note;                 // one sentence for people; empty when complete
+  std::optional<DamagedFrame> damaged;  // salvage mode only: where the scan met damage
 };
 
 struct TraceTotals {
@@ -71,6 +81,12 @@ struct TraceReaderOptions {
   // The check every event record passes before a visitor sees it. Tests of the container inject a
   // verifier for synthetic records; everything else keeps the default.
   std::function<bool(std::span<const std::uint8_t>)> verify_event = verify_event_record;
+  // Repair's mode (trace_repair.h): the footer is not read; open() scans the data frames as for an
+  // unfinished recording and checks each one fully (zstd checksum, record structure, every event
+  // verified, every payload hashed to its id). The first frame that fails any check ends the scan
+  // as a cut would, instead of failing open(): the frames before it are recovered and
+  // recovery().damaged names it. A read error of the source still fails open().
+  bool salvage = false;
 };
 
 class TraceReader {
@@ -98,6 +114,9 @@ class TraceReader {
                                  const EventVisitor& visit);
   // The decoded payload with this id; kMissingBlob if absent.
   TraceResult<std::vector<std::uint8_t>> blob(const BlobId& id);
+  // How payload `id` is stored (its encoding, as the blob index says); nullopt if absent. Lets a
+  // rewriter (repair) store it the same way: put_blob element_bytes 2 for kBytePlanes16.
+  std::optional<BlobEncoding> blob_encoding(const BlobId& id) const;
   // Reads every frame once and checks checksums, record structure, event verification and the
   // footer's indexes against what was found (`vtrace verify`).
   TraceResult<void> verify_all();

@@ -1,0 +1,176 @@
+// vtrace repair T -o FIXED [--json R]: rewrite a crashed, cut or damaged trace into a valid one
+// holding every recoverable event (schema/trace_repair.h), and say what was dropped and why.
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <filesystem>
+
+#include "cli_support.h"
+#include "commands.h"
+#include "vtrace/schema/trace_repair.h"
+
+namespace vtrace::cli {
+
+namespace {
+
+struct RepairCommandOptions {
+  std::string trace;
+  std::string output;
+  std::optional<std::string> json;
+};
+
+// The repaired trace is written to OUT.repairing and renamed to OUT at commit, not to the usual
+// OUT.partial: the most common input is OUT.partial itself (an interrupted `vtrace record -o OUT`).
+std::string temporary_of(const std::string& output) { return output + ".repairing"; }
+
+class RenamingSink final : public schema::ByteSink {
+ public:
+  RenamingSink(std::unique_ptr<schema::ByteSink> inner, std::string temporary, std::string final)
+      : inner_(std::move(inner)), temporary_(std::move(temporary)), final_(std::move(final)) {}
+  schema::TraceResult<void> write(std::span<const std::uint8_t> bytes) override {
+    return inner_->write(bytes);
+  }
+  schema::TraceResult<void> flush() override { return inner_->flush(); }
+  schema::TraceResult<void> commit() override {
+    if (auto c = inner_->commit(); !c) return c;
+    std::error_code ec;
+    std::filesystem::rename(temporary_, final_, ec);
+    if (ec) {
+      return std::unexpected(schema::TraceError{
+          schema::TraceErrorKind::kIo,
+          fmt::format("cannot rename {} to {}: {}", temporary_, final_, ec.message())});
+    }
+    return {};
+  }
+  std::uint64_t bytes_written() const override { return inner_->bytes_written(); }
+  std::string describe() const override { return final_; }
+
+ private:
+  std::unique_ptr<schema::ByteSink> inner_;
+  std::string temporary_, final_;
+};
+
+std::string events_lost_text(const schema::RepairDrop& d) {
+  if (d.events_lost) {
+    if (*d.events_lost == 0) return "no events lost";
+    return fmt::format("{} events lost (events {} to {})", *d.events_lost, d.first_event,
+                       d.first_event + *d.events_lost - 1);
+  }
+  return fmt::format(
+      "events lost: unknown after event {}",
+      d.first_event == 0 ? std::string("(none kept)") : std::to_string(d.first_event - 1));
+}
+
+std::string drop_text(const schema::RepairDrop& d) {
+  std::string where = d.frame_index ? fmt::format(" {}", *d.frame_index) : "";
+  std::string bytes = d.part == schema::RepairDrop::Part::kEvents
+                          ? std::string()
+                          : fmt::format(" at offset {} ({} bytes)", d.file_offset, d.bytes);
+  return fmt::format("{}{}{}: {}: {}", schema::repair_part_name(d.part), where, bytes,
+                     events_lost_text(d), d.reason);
+}
+
+nlohmann::json to_json(const RepairCommandOptions& o, const schema::RepairReport& r) {
+  nlohmann::json drops = nlohmann::json::array();
+  for (const auto& d : r.drops) {
+    nlohmann::json missing = nlohmann::json::array();
+    for (const auto& id : d.payloads_missing) missing.push_back(id.hex());
+    drops.push_back(
+        {{"part", schema::repair_part_name(d.part)},
+         {"frame", d.frame_index ? nlohmann::json(*d.frame_index) : nlohmann::json()},
+         {"offset", d.file_offset},
+         {"bytes", d.bytes},
+         {"first_event", d.first_event},
+         {"events_lost", d.events_lost ? nlohmann::json(*d.events_lost) : nlohmann::json()},
+         {"payloads_missing", missing},
+         {"reason", d.reason}});
+  }
+  return {{"trace", o.trace},
+          {"output", o.output},
+          {"nothing_to_repair", r.nothing_to_repair},
+          {"events_kept", r.events_kept},
+          {"payloads_kept", r.payloads_kept},
+          {"events_in_input",
+           r.events_in_input ? nlohmann::json(*r.events_in_input) : nlohmann::json()},
+          {"input_bytes", r.input_bytes},
+          {"output_bytes", r.output_bytes},
+          {"input_state", r.input_state},
+          {"drops", drops}};
+}
+
+void print_report(const RepairCommandOptions& o, const schema::RepairReport& r) {
+  if (r.nothing_to_repair) {
+    fmt::print("{}: nothing to repair (it verifies): copied it to {} unchanged ({} events)\n",
+               o.trace, o.output, r.events_kept);
+    return;
+  }
+  const std::string of = r.events_in_input ? fmt::format(" of {}", *r.events_in_input) : "";
+  fmt::print("repaired {} into {}: kept {}{} events and {} payloads; dropped {} part{}\n", o.trace,
+             o.output, r.events_kept, of, r.payloads_kept, r.drops.size(),
+             r.drops.size() == 1 ? "" : "s");
+  if (!r.input_state.empty()) fmt::print("  input: {}\n", r.input_state);
+  for (const auto& d : r.drops) fmt::print("  dropped {}\n", drop_text(d));
+  fmt::print("  check it: vtrace verify {}\n", shell_quote(o.output));
+}
+
+int run_repair(const RepairCommandOptions& o, const GlobalOptions& global) {
+  const std::string temporary = temporary_of(o.output);
+  if (auto bad = unusable_output(o.output, "the repaired trace", false)) {
+    print_error(*bad);
+    return kExitUsage;
+  }
+  if (auto bad = refused_outputs({{"-o", o.output, "the repaired trace"},
+                                  {"-o", temporary, "the repaired trace (while it is written)"},
+                                  {"--json", o.json, "the JSON report"}},
+                                 {{"the trace", o.trace}})) {
+    print_error(*bad);
+    return kExitUsage;
+  }
+  auto source = schema::open_file_source(o.trace);
+  if (!source) {
+    print_error(about_file(o.trace, source.error().message));
+    return kExitUsage;
+  }
+  bool opened_output = false;
+  const schema::OpenOutput open_output =
+      [&]() -> schema::TraceResult<std::unique_ptr<schema::ByteSink>> {
+    auto raw = schema::open_raw_file_sink(temporary);
+    if (!raw) return std::unexpected(raw.error());
+    opened_output = true;
+    return std::make_unique<RenamingSink>(std::move(*raw), temporary, o.output);
+  };
+  auto report = schema::repair_trace(**source, open_output);
+  if (!report) {
+    std::error_code ec;
+    if (opened_output) std::filesystem::remove(temporary, ec);
+    const auto kind = report.error().kind;
+    const bool unreadable = kind == schema::TraceErrorKind::kIo ||
+                            kind == schema::TraceErrorKind::kNotATrace ||
+                            kind == schema::TraceErrorKind::kUnsupportedVersion ||
+                            kind == schema::TraceErrorKind::kWriterFailed;
+    print_error(about_file(o.trace, report.error().message) +
+                (unreadable ? "" : " (nothing was written)"));
+    return unreadable ? kExitUsage : kExitMismatch;
+  }
+  if (!global.quiet) print_report(o, *report);
+  std::fflush(stdout);
+  if (o.json && !write_json_report(*o.json, to_json(o, *report))) return kExitUsage;
+  return kExitOk;
+}
+
+}  // namespace
+
+void add_repair_command(CLI::App& app, const GlobalOptions& global, RunFunction* run) {
+  auto options = std::make_shared<RepairCommandOptions>();
+  auto* cmd = app.add_subcommand(
+      "repair", "Rewrite a crashed, cut or damaged trace into a valid one (what can be recovered)");
+  cmd->add_option("trace", options->trace, "The .vtrace file (or the .partial of a recording)")
+      ->required();
+  cmd->add_option("-o,--output", options->output, "The repaired trace to write")->required();
+  cmd->add_option("--json", options->json, "Write what was kept and dropped as JSON to this file");
+  cmd->callback([options, &global, run]() {
+    *run = [options, &global]() { return run_repair(*options, global); };
+  });
+}
+
+}  // namespace vtrace::cli

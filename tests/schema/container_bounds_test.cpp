@@ -1,0 +1,120 @@
+// Sizes and counts read from a file that claim the impossible (2^40 events, a zstd frame of 1 TiB,
+// a window of 1 TiB) are refused with kCorrupt or kTooLarge before anything is sized by them. The
+// cases shared with the footer's index fixtures (a frame of 2^40 content bytes, a payload of
+// 1 TiB, a 1 TiB blob record, a 4 GiB record, a huge trailer or header) are in container_test.cpp.
+#include <fmt/format.h>
+
+#include <catch2/catch.hpp>
+
+#include "schema/container_test_support.h"
+#include "vtrace/schema/format.h"
+
+namespace vs = vtrace::schema;
+using vs::testing::Bytes;
+
+namespace {
+
+Bytes trace_of(std::uint32_t events) {
+  vs::TraceWriterOptions o;
+  o.frame_target_bytes = 600;
+  auto state = std::make_shared<vs::testing::MemorySink::State>();
+  auto w = vs::TraceWriter::create(std::make_unique<vs::testing::MemorySink>(state), {}, o);
+  REQUIRE(w.has_value());
+  for (std::uint32_t i = 0; i < events; ++i) {
+    REQUIRE((*w)->append_event(vs::testing::synthetic_event(i)).has_value());
+  }
+  REQUIRE((*w)->close({}).has_value());
+  std::lock_guard lk(state->mu);
+  return state->bytes;
+}
+
+vs::TraceError refused(Bytes bytes) {
+  auto r = vs::TraceReader::open(vs::memory_source(std::move(bytes), "bounds.vtrace"),
+                                 vs::testing::synthetic_options());
+  REQUIRE_FALSE(r.has_value());
+  return r.error();
+}
+
+void put_le(Bytes& out, std::uint64_t v, int n) {
+  for (int i = 0; i < n; ++i) out.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
+}
+
+// A zstd frame made by hand (RFC 8878): content checksum on, frame content size `claimed`
+// (8-byte field), window log `window_log`, one raw last block holding `content`.
+Bytes hand_frame(const Bytes& content, std::uint64_t claimed, unsigned window_log) {
+  Bytes f;
+  put_le(f, 0xFD2FB528u, 4);
+  f.push_back(0xC4);  // FCS field 8 bytes, not single segment, content checksum
+  f.push_back(static_cast<std::uint8_t>((window_log - 10) << 3));
+  put_le(f, claimed, 8);
+  put_le(f, (content.size() << 3) | 1u, 3);  // last block, raw, its size
+  f.insert(f.end(), content.begin(), content.end());
+  put_le(f, XXH64(content.data(), content.size(), 0) & 0xFFFFFFFFu, 4);
+  return f;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "a footer frame entry claiming 2^40 events or payloads is refused before anything is sized by "
+    "it",
+    "[schema][bounds]") {
+  const Bytes good = trace_of(30);
+  SECTION("a frame entry claiming 2^40 events") {
+    const auto e = refused(vs::testing::with_rebuilt_footer(good, [](auto& frames, auto&) {
+      const auto& f = frames[0];
+      frames[0] = vtrace::container::FrameEntry(
+          f.file_offset(), f.compressed_bytes(), f.content_bytes(), f.first_event(), 1ull << 40,
+          f.blob_count(), f.content_hash(), f.compressed_hash());
+    }));
+    CHECK(e.kind == vs::TraceErrorKind::kCorrupt);
+    CHECK_THAT(e.message,
+               Catch::Contains(fmt::format("the footer's frame 0 claims events from 0 ({} of them)",
+                                           1ull << 40)));
+  }
+  SECTION("a frame entry claiming 2^40 payloads") {
+    const auto e = refused(vs::testing::with_rebuilt_footer(good, [](auto& frames, auto&) {
+      const auto& f = frames[1];
+      frames[1] = vtrace::container::FrameEntry(f.file_offset(), f.compressed_bytes(),
+                                                f.content_bytes(), f.first_event(), f.event_count(),
+                                                1ull << 40, f.content_hash(), f.compressed_hash());
+    }));
+    CHECK(e.kind == vs::TraceErrorKind::kCorrupt);
+    CHECK_THAT(e.message, Catch::Contains("the footer's frame 1 claims"));
+  }
+}
+
+TEST_CASE(
+    "a zstd frame claiming 1 TiB of content or a 1 TiB window is refused without allocating it",
+    "[schema][bounds]") {
+  const Bytes good = trace_of(3);
+  const Bytes header(good.begin(), good.begin() + 8 + vs::testing::read_u32(good, 4));
+  Bytes records;
+  const Bytes event = vs::testing::synthetic_event(0);
+  put_le(records, event.size(), 4);
+  records.push_back(static_cast<std::uint8_t>(vs::RecordKind::kEvent));
+  records.insert(records.end(), event.begin(), event.end());
+  auto file_with = [&](const Bytes& frame) {
+    Bytes f = header;
+    f.insert(f.end(), frame.begin(), frame.end());
+    return f;
+  };
+  {
+    // The frame made by hand is a valid one when it tells the truth.
+    auto r = vs::TraceReader::open(
+        vs::memory_source(file_with(hand_frame(records, records.size(), 17)), "x"),
+        vs::testing::synthetic_options());
+    REQUIRE(r.has_value());
+    CHECK((*r)->event_count() == 1);
+  }
+  SECTION("a frame content size of 1 TiB") {
+    const auto e = refused(file_with(hand_frame(records, 1ull << 40, 17)));
+    CHECK((e.kind == vs::TraceErrorKind::kCorrupt || e.kind == vs::TraceErrorKind::kTooLarge));
+    CHECK_THAT(e.message, Catch::Contains(fmt::format("frame 0 at offset {}", header.size())));
+  }
+  SECTION("a window of 1 TiB") {
+    const auto e = refused(file_with(hand_frame(records, records.size(), 40)));
+    CHECK(e.kind == vs::TraceErrorKind::kTooLarge);
+    CHECK_THAT(e.message, Catch::Contains(fmt::format("frame 0 at offset {}", header.size())));
+  }
+}
