@@ -27,10 +27,15 @@
 #include "vtrace/schema/format.h"
 
 namespace vs = vtrace::schema;
+using vs::testing::blob_with;
+using vs::testing::footer_offset;
+using vs::testing::frame_with;
 using vs::testing::MemorySink;
 using vs::testing::normal_f16;
+using vs::testing::put_le64;
 using vs::testing::synthetic_event;
 using vs::testing::synthetic_options;
+using vs::testing::with_rebuilt_footer;
 
 namespace {
 
@@ -99,12 +104,6 @@ std::vector<Bytes> all_events(vs::TraceReader& r) {
 
 std::uint64_t header_end(const Bytes& b) { return 8 + vs::testing::read_u32(b, 4); }
 
-std::uint64_t footer_offset(const Bytes& b) {
-  std::uint64_t off = 0;
-  std::memcpy(&off, b.data() + b.size() - vs::kTrailerBytes, 8);
-  return off;
-}
-
 // A data frame holding `records`, compressed the way the writer does (content checksum on).
 Bytes zstd_frame(const Bytes& records) {
   Bytes out(ZSTD_compressBound(records.size()));
@@ -121,56 +120,6 @@ void append_record(Bytes& out, std::uint32_t len, std::uint8_t kind, const Bytes
   for (int i = 0; i < 4; ++i) out.push_back(static_cast<std::uint8_t>(len >> (8 * i)));
   out.push_back(kind);
   out.insert(out.end(), payload.begin(), payload.end());
-}
-
-void put_le64(Bytes& out, std::uint64_t v) {
-  for (int i = 0; i < 8; ++i) out.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
-}
-
-// Copies of index entries with one field changed (the generated structs are immutable).
-vtrace::container::FrameEntry frame_with(const vtrace::container::FrameEntry& e, std::uint64_t offset,
-                                         std::uint64_t compressed, std::uint64_t content) {
-  return {offset, compressed, content, e.first_event(), e.event_count(), e.blob_count(),
-          e.content_hash(), e.compressed_hash()};
-}
-vtrace::container::BlobEntry blob_with(const vtrace::container::BlobEntry& e, std::uint64_t frame,
-                                       std::uint64_t raw) {
-  return {e.id(), frame, e.record_offset(), raw, e.stored_bytes(), e.encoding()};
-}
-
-// Rewrites a trace's footer after `mutate` edits copies of its indexes.
-template <typename Mutate>
-Bytes with_rebuilt_footer(const Bytes& trace, Mutate&& mutate) {
-  const std::uint64_t foff = footer_offset(trace);
-  Bytes table(trace.begin() + static_cast<std::ptrdiff_t>(foff + 8),
-              trace.end() - static_cast<std::ptrdiff_t>(vs::kTrailerBytes));
-  REQUIRE(!table.empty());
-  const auto* f = flatbuffers::GetRoot<vtrace::container::Footer>(table.data());
-  const auto* fvec = f != nullptr ? f->frames() : nullptr;
-  const auto* bvec = f != nullptr ? f->blobs() : nullptr;
-  const auto* svec = f != nullptr ? f->summary() : nullptr;
-  if (fvec == nullptr || bvec == nullptr || svec == nullptr) FAIL("the footer lacks its indexes");
-  std::vector<vtrace::container::FrameEntry> frames;
-  for (flatbuffers::uoffset_t i = 0; i < fvec->size(); ++i) frames.push_back(*fvec->Get(i));
-  std::vector<vtrace::container::BlobEntry> blobs;
-  for (flatbuffers::uoffset_t i = 0; i < bvec->size(); ++i) blobs.push_back(*bvec->Get(i));
-  mutate(frames, blobs);
-  flatbuffers::FlatBufferBuilder fbb;
-  auto fv = fbb.CreateVectorOfStructs(frames);
-  auto bv = fbb.CreateVectorOfStructs(blobs);
-  auto sv = fbb.CreateVector(svec->data(), svec->size());
-  fbb.Finish(vtrace::container::CreateFooter(fbb, fv, bv, f->totals(), sv));
-  Bytes out(trace.begin(), trace.begin() + static_cast<std::ptrdiff_t>(foff));
-  const std::uint32_t content = static_cast<std::uint32_t>(fbb.GetSize() + vs::kTrailerBytes);
-  for (std::uint32_t v : {vs::kFooterSkippableMagic, content}) {
-    for (int i = 0; i < 4; ++i) out.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
-  }
-  out.insert(out.end(), fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
-  put_le64(out, foff);
-  put_le64(out, 8ull + content);
-  put_le64(out, 0);
-  for (char c : vs::kTrailerMagic) out.push_back(static_cast<std::uint8_t>(c));
-  return out;
 }
 
 std::filesystem::path temp_path(const std::string& name) {

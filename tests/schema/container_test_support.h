@@ -1,7 +1,11 @@
-// Helpers for the container tests: an in-memory sink, a source that records which bytes were
-// read, synthetic event records and a verifier for them, and a way to rebuild a trace's footer.
+// Helpers for the container tests (and the fuzz regression tests): an in-memory sink, a source
+// that records which bytes were read, synthetic event records and a verifier for them, and a way
+// to rebuild a trace's footer with edited indexes.
 #pragma once
 
+#include <container_generated.h>
+
+#include <catch2/catch.hpp>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -9,6 +13,7 @@
 #include <random>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -118,6 +123,74 @@ inline std::uint32_t read_u32(const std::vector<std::uint8_t>& b, std::size_t at
   std::uint32_t v = 0;
   std::memcpy(&v, b.data() + at, 4);
   return v;
+}
+
+inline void put_le64(std::vector<std::uint8_t>& out, std::uint64_t v) {
+  for (int i = 0; i < 8; ++i) out.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
+}
+
+// The trailer's footer offset of a complete trace.
+inline std::uint64_t footer_offset(const std::vector<std::uint8_t>& b) {
+  std::uint64_t off = 0;
+  std::memcpy(&off, b.data() + b.size() - kTrailerBytes, 8);
+  return off;
+}
+
+// Copies of index entries with one field changed (the generated structs are immutable).
+inline container::FrameEntry frame_with(const container::FrameEntry& e, std::uint64_t offset,
+                                        std::uint64_t compressed, std::uint64_t content) {
+  return {offset,          compressed,     content,          e.first_event(),
+          e.event_count(), e.blob_count(), e.content_hash(), e.compressed_hash()};
+}
+inline container::BlobEntry blob_with(const container::BlobEntry& e, std::uint64_t frame,
+                                      std::uint64_t raw) {
+  return {e.id(), frame, e.record_offset(), raw, e.stored_bytes(), e.encoding()};
+}
+
+// Rewrites a trace's footer after `mutate` edits copies of its indexes: mutate(frames, blobs), or
+// mutate(frames, blobs, totals) to edit the totals too. The new footer has no header hash and a
+// footer checksum of 0 (not checked), as a 1.0 footer.
+template <typename Mutate>
+std::vector<std::uint8_t> with_rebuilt_footer(const std::vector<std::uint8_t>& trace,
+                                              Mutate&& mutate) {
+  const std::uint64_t foff = footer_offset(trace);
+  std::vector<std::uint8_t> table(trace.begin() + static_cast<std::ptrdiff_t>(foff + 8),
+                                  trace.end() - static_cast<std::ptrdiff_t>(kTrailerBytes));
+  REQUIRE(!table.empty());
+  const auto* f = flatbuffers::GetRoot<container::Footer>(table.data());
+  const auto* fvec = f != nullptr ? f->frames() : nullptr;
+  const auto* bvec = f != nullptr ? f->blobs() : nullptr;
+  const auto* svec = f != nullptr ? f->summary() : nullptr;
+  if (fvec == nullptr || bvec == nullptr || svec == nullptr || f->totals() == nullptr) {
+    FAIL("the footer lacks its indexes");
+  }
+  std::vector<container::FrameEntry> frames;
+  for (flatbuffers::uoffset_t i = 0; i < fvec->size(); ++i) frames.push_back(*fvec->Get(i));
+  std::vector<container::BlobEntry> blobs;
+  for (flatbuffers::uoffset_t i = 0; i < bvec->size(); ++i) blobs.push_back(*bvec->Get(i));
+  container::Totals totals = *f->totals();
+  if constexpr (std::is_invocable_v<Mutate&, decltype(frames)&, decltype(blobs)&,
+                                    container::Totals&>) {
+    mutate(frames, blobs, totals);
+  } else {
+    mutate(frames, blobs);
+  }
+  flatbuffers::FlatBufferBuilder fbb;
+  auto fv = fbb.CreateVectorOfStructs(frames);
+  auto bv = fbb.CreateVectorOfStructs(blobs);
+  auto sv = fbb.CreateVector(svec->data(), svec->size());
+  fbb.Finish(container::CreateFooter(fbb, fv, bv, &totals, sv));
+  std::vector<std::uint8_t> out(trace.begin(), trace.begin() + static_cast<std::ptrdiff_t>(foff));
+  const std::uint32_t content = static_cast<std::uint32_t>(fbb.GetSize() + kTrailerBytes);
+  for (std::uint32_t v : {kFooterSkippableMagic, content}) {
+    for (int i = 0; i < 4; ++i) out.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
+  }
+  out.insert(out.end(), fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
+  put_le64(out, foff);
+  put_le64(out, 8ull + content);
+  put_le64(out, 0);
+  for (char c : kTrailerMagic) out.push_back(static_cast<std::uint8_t>(c));
+  return out;
 }
 
 }  // namespace vtrace::schema::testing
