@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <set>
 
@@ -19,6 +20,9 @@ namespace fb = vtrace::fb;
 using schema::TraceError;
 using schema::TraceErrorKind;
 using schema::TraceResult;
+
+// build() reserves steps for at most this many events up front; a longer trace grows the vector.
+constexpr std::uint64_t kStepsReservedAtMost = 1u << 12;
 
 const std::vector<std::uint8_t>* ReplayPlan::payload(const schema::BlobId& id) const {
   auto it = payloads_.find(id);
@@ -49,7 +53,9 @@ TraceResult<ReplayPlan> ReplayPlan::build(schema::TraceReader& reader) {
   detail::ReferenceCheck references;
   std::vector<std::pair<std::uint64_t, schema::BlobId>> named;  // (event, payload), in event order
   std::optional<TraceError> failure;
-  plan.steps_.reserve(reader.event_count());
+  // The event count is the footer's claim, which each frame proves only when it is decoded: a
+  // hostile footer may claim ~10^8 events a frame. Reserve no more than a few pages of steps.
+  plan.steps_.reserve(std::min<std::uint64_t>(reader.event_count(), kStepsReservedAtMost));
   auto visited = reader.visit_events(
       0, reader.event_count(), [&](std::uint64_t ordinal, std::span<const std::uint8_t> bytes) {
         const fb::Event* event = schema::event_of(bytes);

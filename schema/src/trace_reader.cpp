@@ -29,6 +29,9 @@ using namespace detail;
 
 constexpr std::size_t kReadChunk = 1u << 20;
 constexpr std::size_t kOutSlack = 128u << 10;
+// decode() sizes its output by the index's content size up to this much, then grows it as zstd
+// produces content: the index's claim (up to kMaxFrameContentBytes) is proven only by decoding.
+constexpr std::uint64_t kFirstContentBytes = 8u << 20;
 
 struct BlobLoc {
   BlobId id;
@@ -257,7 +260,7 @@ struct TraceReader::Impl {
     } free_hs{hs};
 
     Decoded d;
-    d.content.resize(static_cast<std::size_t>(std::min(expected_content, kMaxFrameContentBytes)) +
+    d.content.resize(static_cast<std::size_t>(std::min(expected_content, kFirstContentBytes)) +
                      kOutSlack);
     std::size_t produced = 0;
     // How much to give zstd next. First the frame header alone (ZSTD_nextInputType describes the
