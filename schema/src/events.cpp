@@ -566,7 +566,11 @@ bool verify_event_record(std::span<const std::uint8_t> bytes) {
   flatbuffers::Verifier verifier(data, bytes.size(), kEventMaxDepth, kEventMaxTables);
   // An unknown union member verifies as "skip" (flatc generates `default: return true`), so a
   // newer writer's events still reach the reader, which then applies Event.required.
-  return verifier.VerifyBuffer<fb::Event>(nullptr);
+  if (!verifier.VerifyBuffer<fb::Event>(nullptr)) return false;
+  // The verifier accepts a union type without its value (an absent table verifies); every
+  // reader of a known kind takes the body as present, so an event naming a kind has its body.
+  const fb::Event* event = flatbuffers::GetRoot<fb::Event>(data);
+  return event->body_type() == fb::EventBody::NONE || event->body() != nullptr;
 }
 
 const fb::TraceMetadata* read_trace_metadata(std::span<const std::uint8_t> bytes) {

@@ -141,3 +141,67 @@ TEST_CASE("fuzz seeds: the hand-made safetensors seeds are accepted or refused a
   CHECK(fixture.refused_at == "");
   CHECK(fixture.events > 0);
 }
+
+namespace {
+
+// What a kept input must come back with: the body that found it (by the file's extension:
+// .vtrace through the trace and plan bodies, .event through the event body, .safetensors through
+// the safetensors body) and the step that refuses it, with words of its sentence.
+struct KeptOutcome {
+  std::string refused_at;  // "" = accepted
+  std::optional<vs::TraceErrorKind> kind;
+  std::string words;
+  // .vtrace only: the plan body's outcome when it differs from the trace body's.
+  std::optional<std::string> plan_refused_at = std::nullopt;
+};
+
+// One entry per file under traces/corrupt/ (README.md there says what each exercises and which
+// fix it guards).
+const std::map<std::string, KeptOutcome>& kept_outcomes() {
+  static const std::map<std::string, KeptOutcome> outcomes = {
+      {"event-union-type-without-body.event",
+       {"verify_event_record", vs::TraceErrorKind::kVerifyFailed, "not a verified vtrace.Event"}},
+  };
+  return outcomes;
+}
+
+vf::BodyOutcome run_body(const fs::path& path, const Bytes& bytes) {
+  const std::string ext = path.extension().string();
+  if (ext == ".vtrace") return vf::trace_file_body(bytes);
+  if (ext == ".event") return vf::event_record_body(bytes);
+  if (ext == ".safetensors") return vf::safetensors_body(bytes);
+  FAIL("traces/corrupt/" << path.filename().string() << " has no fuzz body for its extension");
+  return {};
+}
+
+}  // namespace
+
+TEST_CASE("fuzz crashers: every kept input under traces/corrupt comes back with its named outcome",
+          "[fuzz]") {
+  const fs::path dir = kSource / "traces" / "corrupt";
+  std::set<std::string> seen;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    const fs::path& path = entry.path();
+    if (!entry.is_regular_file() || path.filename() == "README.md") continue;
+    const std::string name = path.filename().string();
+    INFO(name);
+    seen.insert(name);
+    const auto want = kept_outcomes().find(name);
+    if (want == kept_outcomes().end()) {
+      FAIL_CHECK("traces/corrupt/" << name << " has no expected outcome in this test");
+      continue;
+    }
+    const Bytes bytes = read_file(path);
+    const vf::BodyOutcome got = run_body(path, bytes);
+    CHECK(got.refused_at == want->second.refused_at);
+    CHECK(got.kind == want->second.kind);
+    CHECK_THAT(got.message, Catch::Contains(want->second.words));
+    if (path.extension() == ".vtrace") {
+      const vf::BodyOutcome plan = vf::replay_plan_body(bytes);
+      CHECK(plan.refused_at == want->second.plan_refused_at.value_or(want->second.refused_at));
+    }
+  }
+  for (const auto& [name, outcome] : kept_outcomes()) {
+    if (!seen.contains(name)) FAIL_CHECK("traces/corrupt/" << name << " is missing");
+  }
+}
