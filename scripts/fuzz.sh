@@ -33,13 +33,14 @@ for t in $TARGETS; do fuzz_bins+=("fuzz_$t"); done
 nice -n 10 cmake --build "$BUILD" -j "$JOBS" --target "${fuzz_bins[@]}" fuzz_seeds
 
 # Seed corpora: the golden traces and the kept corrupt files; for the event target, every event
-# record of the golden traces; for safetensors, the test fixture and fuzz_bodies' hand-made files.
+# record of the golden traces and the kept .event files; for safetensors, the test fixture and fuzz_bodies' hand-made files.
 seeds="$BUILD/seeds"
 rm -rf "$seeds"
 mkdir -p "$seeds/trace" "$seeds/event" "$seeds/safetensors"
 cp traces/*.vtrace "$seeds/trace/"
 if compgen -G "traces/corrupt/*.vtrace" >/dev/null; then cp traces/corrupt/*.vtrace "$seeds/trace/"; fi
 "$BUILD/fuzz/fuzz_seeds" events "$seeds/event" traces/*.vtrace
+if compgen -G "traces/corrupt/*.event" >/dev/null; then cp traces/corrupt/*.event "$seeds/event/"; fi
 "$BUILD/fuzz/fuzz_seeds" safetensors "$seeds/safetensors"
 cp tests/data/tiny_linear.safetensors "$seeds/safetensors/"
 if compgen -G "traces/corrupt/*.safetensors" >/dev/null; then cp traces/corrupt/*.safetensors "$seeds/safetensors/"; fi
@@ -85,4 +86,14 @@ for t in $TARGETS; do
 done
 echo "---"
 printf '%s\n' "${summary[@]}"
+
+# The regression tests of tests/fuzz under the same sanitizers: every seed, every kept crasher and
+# the bound cases through the same bodies (`make test` runs them in the ordinary build).
+nice -n 10 cmake --build "$BUILD" -j "$JOBS" --target fuzz_regression_test
+if nice -n 10 "$BUILD/tests/fuzz/fuzz_regression_test" >"$BUILD/fuzz-regression.log" 2>&1; then
+  echo "fuzz_regression_test (ASan+UBSan): $(tail -n 2 "$BUILD/fuzz-regression.log" | tr -s '\n' ' ')"
+else
+  echo "fuzz_regression_test (ASan+UBSan) FAILED: see $BUILD/fuzz-regression.log" >&2
+  status=1
+fi
 exit $status
