@@ -623,6 +623,9 @@ struct TraceReader::Impl {
     if (f->frames() == nullptr || f->blobs() == nullptr || f->totals() == nullptr) {
       return corrupt("the footer lacks its frame index, blob index or totals");
     }
+    if (!elements_aligned(f->frames()) || !elements_aligned(f->blobs())) {
+      return corrupt("the footer's frame or blob index is not 8-byte aligned");
+    }
     // Format 1.1: the footer's copy of the header hash catches a damaged header that no longer
     // says minor >= 1 (and so hides its own hash).
     if (const container::Hash128* hh = f->header_hash(); hh != nullptr) {
