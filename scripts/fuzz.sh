@@ -50,7 +50,7 @@ if compgen -G "traces/corrupt/*.safetensors" >/dev/null; then cp traces/corrupt/
 # 2 KiB in every golden trace, so 4 KiB leaves room to grow one; 4 KiB of safetensors is a header
 # with many entries plus data.
 declare -A corpus=([trace_file]=trace [replay_plan]=trace [event_record]=event [safetensors]=safetensors)
-declare -A max_len=([trace_file]=16384 [replay_plan]=16384 [event_record]=4096 [safetensors]=4096)
+declare -A max_len=([trace_file]=4096 [replay_plan]=4096 [event_record]=4096 [safetensors]=4096)
 declare -A dict=([trace_file]=trace [replay_plan]=trace [event_record]=event [safetensors]=safetensors)
 
 status=0

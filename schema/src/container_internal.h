@@ -21,10 +21,12 @@ namespace vtrace::schema::detail {
 
 // The FlatBuffers verifier (2.0) checks only that a vector's length field is 4-byte aligned, but
 // accessors read the elements in place: a vector of 8-byte scalars or structs must have 8-byte
-// aligned elements (a builder always places them so). Null (an absent vector) is aligned.
+// aligned elements (a builder places them so when there are any). An absent or empty vector has
+// no element to read.
 template <typename Vector>
 bool elements_aligned(const Vector* vector) {
-  return vector == nullptr || reinterpret_cast<std::uintptr_t>(vector->Data()) % 8 == 0;
+  return vector == nullptr || vector->size() == 0 ||
+         reinterpret_cast<std::uintptr_t>(vector->Data()) % 8 == 0;
 }
 
 inline void put_u32(std::uint8_t* p, std::uint32_t v) {
