@@ -6,13 +6,16 @@
 # one, once fixed, under traces/corrupt/ (fuzz/README.md). Exits 1 when a target found a crasher.
 #
 # Environment: FUZZ_TARGETS="trace_file event_record replay_plan safetensors" (a subset to run),
-#   FUZZ_BUILD=build-fuzz, FUZZ_JOBS=2 (build parallelism).
+#   FUZZ_BUILD=build-fuzz, FUZZ_JOBS=2 (build parallelism), FUZZ_MAX_SECONDS (stop each target
+#   after this many seconds even if RUNS are not done; for a deadline, the figures say so).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${1:-2000000}
 BUILD=${FUZZ_BUILD:-build-fuzz}
 JOBS=${FUZZ_JOBS:-2}
 TARGETS=${FUZZ_TARGETS:-"trace_file event_record replay_plan safetensors"}
+time_limit=()
+[ -n "${FUZZ_MAX_SECONDS:-}" ] && time_limit=(-max_total_time="$FUZZ_MAX_SECONDS")
 
 # Debian's clang 14 cannot compile std::expected with libstdc++ 12; clang 19 can (bookworm).
 scripts/install-deps.sh clang-19 libclang-rt-19-dev
@@ -65,7 +68,7 @@ for t in $TARGETS; do
   set +e
   nice -n 10 "$BUILD/fuzz/fuzz_$t" "$work" "$seeds/${corpus[$t]}" \
     -runs="$RUNS" -max_len="${max_len[$t]}" -dict="fuzz/${dict[$t]}.dict" \
-    -artifact_prefix="$crashers/" -print_final_stats=1 -timeout=30 -rss_limit_mb=4096 \
+    -artifact_prefix="$crashers/" -print_final_stats=1 -timeout=30 -rss_limit_mb=4096 "${time_limit[@]}" \
     >"$log" 2>&1
   rc=$?
   set -e
