@@ -21,6 +21,9 @@ using schema::TraceError;
 using schema::TraceErrorKind;
 using schema::TraceResult;
 
+// build() reserves steps for at most this many events up front; a longer trace grows the vector.
+constexpr std::uint64_t kStepsReservedAtMost = 1u << 12;
+
 const std::vector<std::uint8_t>* ReplayPlan::payload(const schema::BlobId& id) const {
   auto it = payloads_.find(id);
   return it == payloads_.end() ? nullptr : &it->second;
@@ -54,10 +57,10 @@ TraceResult<ReplayPlan> ReplayPlan::build(schema::TraceReader& reader) {
   detail::ReferenceCheck references;
   std::vector<std::pair<std::uint64_t, schema::BlobId>> named;  // (event, payload), in event order
   std::optional<TraceError> failure;
-  // The count comes from the file: a footer may claim 2^40 events (tests/replayer/
-  // bad_reference_test.cpp), so it only bounds the first reservation.
-  plan.steps_.reserve(
-      static_cast<std::size_t>(std::min<std::uint64_t>(reader.event_count(), 1u << 16)));
+  // The event count is the footer's claim, which each frame proves only when it is decoded: a
+  // hostile footer may claim 2^40 events, or ~10^8 a frame (tests/replayer/bad_reference_test.cpp,
+  // tests/fuzz). Reserve no more than a few pages of steps.
+  plan.steps_.reserve(std::min<std::uint64_t>(reader.event_count(), kStepsReservedAtMost));
   auto visited = reader.visit_events(
       0, reader.event_count(), [&](std::uint64_t ordinal, std::span<const std::uint8_t> bytes) {
         const fb::Event* event = schema::event_of(bytes);

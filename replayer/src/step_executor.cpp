@@ -188,8 +188,10 @@ class StepExecutor::Visitor {
     if (!all_ok) return std::nullopt;
     return rt_.encode_dense_linear({launches, s.participant_count, s.token_count});
   }
-  template <typename S>
-    requires requires(Visitor& v, const S& s) { v.encode(s); }
+  // V is Visitor; as a template parameter it defers the check until Visitor is complete (clang
+  // refuses a member access into the class being defined).
+  template <typename S, typename V = Visitor>
+  requires requires(V& v, const S& s) { v.encode(s); }
   void exec(const S& s) {
     if (auto live = encode(s)) keep_command(s.outcome, s.command, *live);
   }

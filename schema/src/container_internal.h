@@ -19,6 +19,16 @@
 
 namespace vtrace::schema::detail {
 
+// The FlatBuffers verifier (2.0) checks only that a vector's length field is 4-byte aligned, but
+// accessors read the elements in place: a vector of 8-byte scalars or structs must have 8-byte
+// aligned elements (a builder places them so when there are any). An absent or empty vector has
+// no element to read.
+template <typename Vector>
+bool elements_aligned(const Vector* vector) {
+  return vector == nullptr || vector->size() == 0 ||
+         reinterpret_cast<std::uintptr_t>(vector->Data()) % 8 == 0;
+}
+
 inline void put_u32(std::uint8_t* p, std::uint32_t v) {
   for (int i = 0; i < 4; ++i) p[i] = static_cast<std::uint8_t>(v >> (8 * i));
 }

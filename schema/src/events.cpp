@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "container_internal.h"
 #include "vtrace/schema/trace_reader.h"
 
 namespace vtrace::schema {
@@ -566,7 +567,28 @@ bool verify_event_record(std::span<const std::uint8_t> bytes) {
   flatbuffers::Verifier verifier(data, bytes.size(), kEventMaxDepth, kEventMaxTables);
   // An unknown union member verifies as "skip" (flatc generates `default: return true`), so a
   // newer writer's events still reach the reader, which then applies Event.required.
-  return verifier.VerifyBuffer<fb::Event>(nullptr);
+  if (!verifier.VerifyBuffer<fb::Event>(nullptr)) return false;
+  // The verifier accepts a union type without its value (an absent table verifies); every
+  // reader of a known kind takes the body as present, so an event naming a kind has its body.
+  const fb::Event* event = flatbuffers::GetRoot<fb::Event>(data);
+  if (event->body_type() != fb::EventBody::NONE && event->body() == nullptr) return false;
+  // The vectors of 8-byte elements in vtrace.fbs (container_internal.h, elements_aligned); the
+  // buffer itself is 8-byte aligned here.
+  using detail::elements_aligned;
+  switch (event->body_type()) {
+    case fb::EventBody::EncodeDenseLinear:
+      return elements_aligned(event->body_as_EncodeDenseLinear()->launches());
+    case fb::EventBody::OptionalCall: {
+      const auto* e = event->body_as_OptionalCall();
+      return elements_aligned(e->commands_in()) && elements_aligned(e->commands_out());
+    }
+    case fb::EventBody::CoalesceProgramBindings: {
+      const auto* e = event->body_as_CoalesceProgramBindings();
+      return elements_aligned(e->commands_in()) && elements_aligned(e->commands_out());
+    }
+    default:
+      return true;
+  }
 }
 
 const fb::TraceMetadata* read_trace_metadata(std::span<const std::uint8_t> bytes) {

@@ -29,6 +29,9 @@ using namespace detail;
 
 constexpr std::size_t kReadChunk = 1u << 20;
 constexpr std::size_t kOutSlack = 128u << 10;
+// decode() sizes its output by the index's content size up to this much, then grows it as zstd
+// produces content: the index's claim (up to kMaxFrameContentBytes) is proven only by decoding.
+constexpr std::uint64_t kFirstContentBytes = 8u << 20;
 
 struct BlobLoc {
   BlobId id;
@@ -259,7 +262,7 @@ struct TraceReader::Impl {
     } free_hs{hs};
 
     Decoded d;
-    d.content.resize(static_cast<std::size_t>(std::min(expected_content, kMaxFrameContentBytes)) +
+    d.content.resize(static_cast<std::size_t>(std::min(expected_content, kFirstContentBytes)) +
                      kOutSlack);
     std::size_t produced = 0;
     // How much to give zstd next. First the frame header alone (ZSTD_nextInputType describes the
@@ -631,6 +634,9 @@ struct TraceReader::Impl {
     const auto* f = flatbuffers::GetRoot<container::Footer>(table.data());
     if (f->frames() == nullptr || f->blobs() == nullptr || f->totals() == nullptr) {
       return corrupt("the footer lacks its frame index, blob index or totals");
+    }
+    if (!elements_aligned(f->frames()) || !elements_aligned(f->blobs())) {
+      return corrupt("the footer's frame or blob index is not 8-byte aligned");
     }
     // Format 1.1: the footer's copy of the header hash catches a damaged header that no longer
     // says minor >= 1 (and so hides its own hash).

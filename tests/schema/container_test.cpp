@@ -27,7 +27,9 @@
 #include "vtrace/schema/format.h"
 
 namespace vs = vtrace::schema;
+using vs::testing::blob_with;
 using vs::testing::footer_offset;
+using vs::testing::frame_with;
 using vs::testing::MemorySink;
 using vs::testing::normal_f16;
 using vs::testing::put_le64;
@@ -107,17 +109,6 @@ void append_record(Bytes& out, std::uint32_t len, std::uint8_t kind, const Bytes
   for (int i = 0; i < 4; ++i) out.push_back(static_cast<std::uint8_t>(len >> (8 * i)));
   out.push_back(kind);
   out.insert(out.end(), payload.begin(), payload.end());
-}
-
-// Copies of index entries with one field changed (the generated structs are immutable).
-vtrace::container::FrameEntry frame_with(const vtrace::container::FrameEntry& e, std::uint64_t offset,
-                                         std::uint64_t compressed, std::uint64_t content) {
-  return {offset, compressed, content, e.first_event(), e.event_count(), e.blob_count(),
-          e.content_hash(), e.compressed_hash()};
-}
-vtrace::container::BlobEntry blob_with(const vtrace::container::BlobEntry& e, std::uint64_t frame,
-                                       std::uint64_t raw) {
-  return {e.id(), frame, e.record_offset(), raw, e.stored_bytes(), e.encoding()};
 }
 
 std::filesystem::path temp_path(const std::string& name) {

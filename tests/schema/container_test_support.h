@@ -1,7 +1,7 @@
-// Helpers for the container tests: an in-memory sink, a source that records which bytes were
-// read, synthetic event records and a verifier for them, zstd frames made by hand, a way to
-// rebuild a trace's footer and to replace one data frame (a payload changed behind a valid
-// frame checksum). Used by tests/schema and tests/cli (which link zstd and xxhash for it).
+// Helpers for the container tests (and the fuzz and CLI regression tests): an in-memory sink, a
+// source that records which bytes were read, synthetic event records and a verifier for them,
+// zstd frames made by hand, a way to rebuild a trace's footer with edited indexes and to replace
+// one data frame (a payload changed behind a valid frame checksum). Users link zstd and xxhash.
 #pragma once
 
 #include <container_generated.h>
@@ -16,6 +16,7 @@
 #include <random>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -147,9 +148,10 @@ inline void put_le64(Bytes& out, std::uint64_t v) {
   for (int i = 0; i < 8; ++i) out.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
 }
 
-// Rewrites a trace's footer after `mutate` edits copies of its indexes. checksummed: keep the
-// footer's header_hash and write the trailer's footer checksum (format 1.1), so that every 1.1
-// check stays on; otherwise the footer is written the 1.0 way (checksum 0: not checked).
+// Rewrites a trace's footer after `mutate` edits copies of its indexes: mutate(frames, blobs), or
+// mutate(frames, blobs, totals) to edit the totals too. checksummed: keep the footer's
+// header_hash and write the trailer's footer checksum (format 1.1), so that every 1.1 check stays
+// on; otherwise the footer is written the 1.0 way (no header hash, checksum 0: not checked).
 template <typename Mutate>
 Bytes with_rebuilt_footer(const Bytes& trace, Mutate&& mutate, bool checksummed = false) {
   const std::uint64_t foff = footer_offset(trace);
@@ -160,18 +162,26 @@ Bytes with_rebuilt_footer(const Bytes& trace, Mutate&& mutate, bool checksummed 
   const auto* fvec = f != nullptr ? f->frames() : nullptr;
   const auto* bvec = f != nullptr ? f->blobs() : nullptr;
   const auto* svec = f != nullptr ? f->summary() : nullptr;
-  if (fvec == nullptr || bvec == nullptr || svec == nullptr) FAIL("the footer lacks its indexes");
+  if (fvec == nullptr || bvec == nullptr || svec == nullptr || f->totals() == nullptr) {
+    FAIL("the footer lacks its indexes");
+  }
   std::vector<vtrace::container::FrameEntry> frames;
   for (flatbuffers::uoffset_t i = 0; i < fvec->size(); ++i) frames.push_back(*fvec->Get(i));
   std::vector<vtrace::container::BlobEntry> blobs;
   for (flatbuffers::uoffset_t i = 0; i < bvec->size(); ++i) blobs.push_back(*bvec->Get(i));
-  mutate(frames, blobs);
+  vtrace::container::Totals totals = *f->totals();
+  if constexpr (std::is_invocable_v<Mutate&, decltype(frames)&, decltype(blobs)&,
+                                    vtrace::container::Totals&>) {
+    mutate(frames, blobs, totals);
+  } else {
+    mutate(frames, blobs);
+  }
   flatbuffers::FlatBufferBuilder fbb;
   auto fv = fbb.CreateVectorOfStructs(frames);
   auto bv = fbb.CreateVectorOfStructs(blobs);
   auto sv = fbb.CreateVector(svec->data(), svec->size());
   const vtrace::container::Hash128* hh = checksummed ? f->header_hash() : nullptr;
-  fbb.Finish(vtrace::container::CreateFooter(fbb, fv, bv, f->totals(), sv, hh));
+  fbb.Finish(vtrace::container::CreateFooter(fbb, fv, bv, &totals, sv, hh));
   Bytes out(trace.begin(), trace.begin() + static_cast<std::ptrdiff_t>(foff));
   const std::uint32_t content = static_cast<std::uint32_t>(fbb.GetSize() + kTrailerBytes);
   for (std::uint32_t v : {kFooterSkippableMagic, content}) {
@@ -249,6 +259,17 @@ inline std::uint32_t read_u32(const std::vector<std::uint8_t>& b, std::size_t at
   std::uint32_t v = 0;
   std::memcpy(&v, b.data() + at, 4);
   return v;
+}
+
+// Copies of index entries with one field changed (the generated structs are immutable).
+inline container::FrameEntry frame_with(const container::FrameEntry& e, std::uint64_t offset,
+                                        std::uint64_t compressed, std::uint64_t content) {
+  return {offset,          compressed,     content,          e.first_event(),
+          e.event_count(), e.blob_count(), e.content_hash(), e.compressed_hash()};
+}
+inline container::BlobEntry blob_with(const container::BlobEntry& e, std::uint64_t frame,
+                                      std::uint64_t raw) {
+  return {e.id(), frame, e.record_offset(), raw, e.stored_bytes(), e.encoding()};
 }
 
 }  // namespace vtrace::schema::testing

@@ -1,0 +1,10 @@
+// libFuzzer entry point of the safetensors target; the body is fuzz_bodies.h's, shared with
+// tests/fuzz.
+#include <cstddef>
+#include <cstdint>
+
+#include "fuzz_bodies.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  return vtrace::fuzz::fuzz_safetensors(data, size);
+}
