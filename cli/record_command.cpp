@@ -8,6 +8,7 @@
 
 #include "cli_support.h"
 #include "commands.h"
+#include "interrupt.h"
 #include "runtime_flags.h"
 #include "vtrace/recorder/recording_runtime.h"
 #include "vtrace/runtime/registry.h"
@@ -127,8 +128,15 @@ int run_record(const RecordOptions& o, const CLI::App& cmd, const GlobalOptions&
     print_error(about_file(o.output, "cannot start recording: " + recording.error().message()));
     return kExitUsage;
   }
-  auto report = workloads::run_workload(spec, **recording, foreign.get());
-  auto closed = (*recording)->close();
+  // SIGINT/SIGTERM: stop at the next call boundary, close the trace marked interrupted.
+  const InterruptScope interrupts;
+  auto report =
+      workloads::run_workload(spec, **recording, foreign.get(), &InterruptScope::stop_requested);
+  const int signal = InterruptScope::signal_received();
+  const bool stopped = report && report->stopped;
+  auto closed = (*recording)
+                    ->close(recorder::CloseReason{stopped ? std::string(signal_name(signal))
+                                                          : std::string()});
   if (!closed) {
     print_error(about_file(o.output, fmt::format("writing the trace failed: {}{}",
                                                  closed.error().message, partial_note(o.output))));
@@ -139,6 +147,10 @@ int run_record(const RecordOptions& o, const CLI::App& cmd, const GlobalOptions&
                             "calls up to the failure)",
                             o.workload, o.runtime, report.error().message, o.output));
     return kExitMismatch;
+  }
+  if (signal != 0) {
+    print_error(interrupted_sentence(signal, o.output, closed->events, stopped));
+    return interrupted_exit_code(signal);
   }
   if (!global.quiet) {
     fmt::print("recorded {} on {}: {} events, {} payloads ({} raw), {} in {}\n",
