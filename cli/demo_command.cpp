@@ -65,10 +65,9 @@ int run_demo(const DemoOptions& o) {
   auto report =
       workloads::run_workload(spec, **recording, nullptr, &InterruptScope::stop_requested);
   const bool stopped = report && report->stopped;
-  auto closed = (*recording)
-                    ->close(recorder::CloseReason{
-                        stopped ? std::string(signal_name(InterruptScope::signal_received()))
-                                : std::string()});
+  recorder::CloseReason reason;
+  if (stopped) reason.interrupted_by = signal_name(InterruptScope::signal_received());
+  auto closed = (*recording)->close(reason);
   const auto t1 = std::chrono::steady_clock::now();
   if (!closed) {
     print_error(about_file(trace.string(), fmt::format("writing the trace failed: {}{}",

@@ -134,9 +134,9 @@ int run_record(const RecordOptions& o, const CLI::App& cmd, const GlobalOptions&
       workloads::run_workload(spec, **recording, foreign.get(), &InterruptScope::stop_requested);
   const int signal = InterruptScope::signal_received();
   const bool stopped = report && report->stopped;
-  auto closed = (*recording)
-                    ->close(recorder::CloseReason{stopped ? std::string(signal_name(signal))
-                                                          : std::string()});
+  recorder::CloseReason reason;
+  if (stopped) reason.interrupted_by = signal_name(signal);
+  auto closed = (*recording)->close(reason);
   if (!closed) {
     print_error(about_file(o.output, fmt::format("writing the trace failed: {}{}",
                                                  closed.error().message, partial_note(o.output))));
