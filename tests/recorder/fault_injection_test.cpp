@@ -327,3 +327,66 @@ TEST_CASE(
     }
   }
 }
+
+// What `vtrace record` does on SIGINT, without the signal: the predicate answers true from its
+// (K+1)th question on. The workload ends at that call boundary (decode asks once before its
+// weights, once before each of its 2 * layers + 1 weight uploads and once before each step),
+// the trace closed with a CloseReason says so in its summary, and it replays with no mismatch.
+TEST_CASE(
+    "a workload whose StopRequested answers true ends at that call boundary and its trace, marked "
+    "interrupted, replays") {
+  namespace rp = vtrace::replayer;
+  for (const auto& spec : small_specs()) {
+    INFO(spec.describe());
+    std::uint64_t questions = 0;
+    {
+      auto plain = make_reference();
+      auto foreign = make_reference("device.recorder.test.1");
+      REQUIRE(wl::run_workload(spec, *plain, foreign.get(), [&] {
+                ++questions;
+                return false;
+              }).has_value());
+    }
+    REQUIRE(questions >= 1);
+    for (std::uint64_t k = 0; k <= questions; ++k) {
+      INFO("stop after " << k << " of " << questions << " questions");
+      auto sink = std::make_shared<MemorySink::State>();
+      auto rec = record_to_memory(make_reference(), sink);
+      auto foreign = make_reference("device.recorder.test.1");
+      std::uint64_t asked = 0;
+      auto report = wl::run_workload(spec, *rec, foreign.get(), [&] { return ++asked > k; });
+      REQUIRE(report.has_value());
+      CHECK(report->stopped == (k < questions));
+      CHECK(asked == std::min(k + 1, questions));
+      if (spec.kind == wl::WorkloadKind::kDecode) {
+        const std::uint64_t uploads = 2 * spec.decode.layers + 1;
+        const std::uint64_t steps =
+            k <= 1 + uploads ? 0 : std::min<std::uint64_t>(k - 1 - uploads, spec.decode.steps);
+        CHECK(report->readbacks == steps);
+      }
+      REQUIRE(rec->close(vtrace::recorder::CloseReason{"SIGINT"}).has_value());
+      const auto trace = read_trace(sink->copy());
+      REQUIRE(trace.reader->complete());
+      const auto* summary = schema::read_trace_summary(trace.reader->summary());
+      REQUIRE(summary != nullptr);
+      REQUIRE(summary->interrupted_by() != nullptr);
+      CHECK(summary->interrupted_by()->str() == "SIGINT");
+      auto plan = rp::ReplayPlan::build(*trace.reader);
+      REQUIRE(plan.has_value());
+      auto runtime = make_reference();
+      auto auxiliary = make_reference("device.recorder.test.1");
+      CHECK(rp::execute_plan(*plan, *runtime, *auxiliary, {}).matched());
+    }
+  }
+}
+
+TEST_CASE("a trace closed without a reason has no interrupted_by in its summary") {
+  auto sink = std::make_shared<MemorySink::State>();
+  auto rec = record_to_memory(make_reference(), sink);
+  run(small_specs()[0], *rec);
+  REQUIRE(rec->close().has_value());
+  const auto trace = read_trace(sink->copy());
+  const auto* summary = schema::read_trace_summary(trace.reader->summary());
+  REQUIRE(summary != nullptr);
+  CHECK(summary->interrupted_by() == nullptr);
+}
