@@ -166,6 +166,8 @@ TEST_CASE(
     auto full_reader = schema::TraceReader::open(schema::memory_source(full, "full.vtrace"));
     REQUIRE(full_reader.has_value());
     const auto full_events = events_of(**full_reader);
+    WARN(fmt::format("{}: {} events, {} bytes, {} writes, {} flushes", spec.describe(),
+                     full_events.size(), full.size(), writes, flushes));
 
     std::vector<FaultPlan> plans;
     for (std::uint64_t n = 1; n <= writes; ++n) {
