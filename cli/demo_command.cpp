@@ -5,9 +5,11 @@
 
 #include <chrono>
 #include <filesystem>
+#include <optional>
 
 #include "cli_support.h"
 #include "commands.h"
+#include "interrupt.h"
 #include "vtrace/drift/extract.h"
 #include "vtrace/drift/lockstep.h"
 #include "vtrace/recorder/recording_runtime.h"
@@ -56,9 +58,16 @@ int run_demo(const DemoOptions& o) {
     print_error(about_file(trace.string(), "cannot start recording: " + recording.error().message()));
     return kExitUsage;
   }
+  // SIGINT/SIGTERM: the recording stops at the next call boundary and is closed marked
+  // interrupted; after it, the demo stops before its next replay or comparison.
+  const InterruptScope interrupts;
   const auto t0 = std::chrono::steady_clock::now();
-  auto report = workloads::run_workload(spec, **recording, nullptr);
-  auto closed = (*recording)->close();
+  auto report =
+      workloads::run_workload(spec, **recording, nullptr, &InterruptScope::stop_requested);
+  const bool stopped = report && report->stopped;
+  recorder::CloseReason reason;
+  if (stopped) reason.interrupted_by = signal_name(InterruptScope::signal_received());
+  auto closed = (*recording)->close(reason);
   const auto t1 = std::chrono::steady_clock::now();
   if (!closed) {
     print_error(about_file(trace.string(), fmt::format("writing the trace failed: {}{}",
@@ -70,21 +79,32 @@ int run_demo(const DemoOptions& o) {
     print_error("the decode workload failed: " + report.error().message);
     return kExitMismatch;
   }
+  // A signal: one sentence about the trace, and the signal's exit code; nullopt to go on.
+  const auto interrupted = [&]() -> std::optional<int> {
+    const int signal = InterruptScope::signal_received();
+    if (signal == 0) return std::nullopt;
+    print_error(interrupted_sentence(signal, trace.string(), closed->events, stopped));
+    return interrupted_exit_code(signal);
+  };
+  if (auto code = interrupted()) return *code;
   auto replayed = replayer::replay_trace(trace, {}, registry);
   const auto t2 = std::chrono::steady_clock::now();
   if (!replayed) return failed(replayed.error());
+  if (auto code = interrupted()) return *code;
   // The same trace on the optimized cpu runtime: bit-exact, faster.
   replayer::ReplayTraceOptions on_cpu;
   on_cpu.runtime = "cpu";
   auto fast = replayer::replay_trace(trace, on_cpu, registry);
   const auto t3 = std::chrono::steady_clock::now();
   if (!fast) return failed(fast.error());
+  if (auto code = interrupted()) return *code;
   // And in lockstep against cpu-splitk, whose blocked reductions round differently.
   drift::CompareOptions lockstep;
   lockstep.runtimes = {"reference", "cpu-splitk"};
   lockstep.deep = true;
   auto compared = drift::compare_trace(trace, lockstep, registry);
   if (!compared) return failed(compared.error());
+  if (auto code = interrupted()) return *code;
   // The first divergent command as a standalone trace, replayed on both.
   const auto repro = std::filesystem::path(o.out) / "repro.vtrace";
   std::optional<drift::ExtractReport> extracted;

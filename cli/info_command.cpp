@@ -96,6 +96,12 @@ int run_info(const InfoOptions& o) {
   } else {
     fmt::print("status:      recovered: {}\n", reader.recovery().note);
   }
+  if (summary != nullptr && summary->interrupted_by() != nullptr) {
+    fmt::print(
+        "interrupted: by {}: the recording stopped at a call boundary before the workload's "
+        "end\n",
+        summary->interrupted_by()->str());
+  }
   return kExitOk;
 }
 

@@ -10,6 +10,7 @@
 
 #include "cli_support.h"
 #include "commands.h"
+#include "interrupt.h"
 #include "runtime_flags.h"
 #include "vtrace/recorder/recording_runtime.h"
 #include "vtrace/runtime/registry.h"
@@ -188,14 +189,21 @@ int run_record(const RecordOptions& o, const CLI::App& cmd, const GlobalOptions&
     print_error(about_file(o.output, "cannot start recording: " + recording.error().message()));
     return kExitUsage;
   }
-  auto report = workloads::run_workload(spec, **recording, foreign.get());
+  // SIGINT/SIGTERM: stop at the next call boundary, close the trace marked interrupted.
+  const InterruptScope interrupts;
+  auto report =
+      workloads::run_workload(spec, **recording, foreign.get(), &InterruptScope::stop_requested);
+  const int signal = InterruptScope::signal_received();
+  const bool stopped = report && report->stopped;
   if (flight && !report) {
     // A failed workload is a trigger too: the window that led to the failure.
     (void)(*recording)
         ->dump_window(recorder::FlightTriggerKind::kWorkloadFailed, report.error().message);
   }
   const auto flight_stats = (*recording)->flight_stats();
-  auto closed = (*recording)->close();
+  recorder::CloseReason reason;
+  if (stopped) reason.interrupted_by = signal_name(signal);
+  auto closed = (*recording)->close(reason);
   if (!closed) {
     print_error(about_file(o.output, fmt::format("writing the trace failed: {}{}",
                                                  closed.error().message, partial_note(o.output))));
@@ -209,6 +217,10 @@ int run_record(const RecordOptions& o, const CLI::App& cmd, const GlobalOptions&
                              flight_stats ? flight_stats->windows_written : 0, o.output)
                : fmt::format("the trace {} holds the calls up to the failure", o.output)));
     return kExitMismatch;
+  }
+  if (signal != 0) {
+    print_error(interrupted_sentence(signal, o.output, closed->events, stopped));
+    return interrupted_exit_code(signal);
   }
   if (flight && flight_stats) {
     if (!global.quiet) print_windows(*flight_stats, o.output);

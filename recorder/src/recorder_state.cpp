@@ -136,7 +136,7 @@ std::uint64_t RecordingRuntime::State::events_recorded() const {
   return seq;
 }
 
-RecorderCloseResult RecordingRuntime::State::close_locked() {
+RecorderCloseResult RecordingRuntime::State::close_locked(const CloseReason& reason) {
   if (close_result) return *close_result;
   const bool was_active = active.exchange(false);
   if (flight) {
@@ -157,7 +157,7 @@ RecorderCloseResult RecordingRuntime::State::close_locked() {
     }
     return *close_result;
   }
-  auto summary = build_summary_locked();
+  auto summary = build_summary_locked(reason);
   auto closed = writer->close(summary);
   // The writer reports the original sink error; the recorder may only have seen the
   // kWriterFailed of a later call.
@@ -172,7 +172,7 @@ RecorderCloseResult RecordingRuntime::State::close_locked() {
   return *close_result;
 }
 
-std::vector<std::uint8_t> RecordingRuntime::State::build_summary_locked() {
+std::vector<std::uint8_t> RecordingRuntime::State::build_summary_locked(const CloseReason& reason) {
   fbb.Clear();
   std::vector<flatbuffers::Offset<fb::EventKindCount>> counts;
   std::vector<std::pair<std::string_view, std::uint64_t>> named;
@@ -190,6 +190,8 @@ std::vector<std::uint8_t> RecordingRuntime::State::build_summary_locked() {
   std::optional<fb::Counters> fc;
   if (final_counters) fc = to_fb(*final_counters);
   const auto stats = writer->stats();
+  flatbuffers::Offset<flatbuffers::String> interrupted_by;
+  if (!reason.interrupted_by.empty()) interrupted_by = fbb.CreateString(reason.interrupted_by);
   fb::TraceSummaryBuilder b(fbb);
   b.add_event_counts(counts_v);
   if (fc) b.add_final_counters(&*fc);
@@ -201,6 +203,7 @@ std::vector<std::uint8_t> RecordingRuntime::State::build_summary_locked() {
   b.add_submits(submits);
   b.add_readback_bytes(readback_bytes);
   b.add_upload_bytes(upload_bytes);
+  if (!interrupted_by.IsNull()) b.add_interrupted_by(interrupted_by);
   fbb.Finish(b.Finish());
   std::vector<std::uint8_t> out(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
   fbb.Clear();

@@ -171,8 +171,8 @@ struct RecordingRuntime::State {
 
   // The RuntimeOpened event (from wrap(), before the recorder is handed out).
   void record_opened();
-  // With `order` and `mu` held: the summary and footer, once.
-  RecorderCloseResult close_locked();
+  // With `order` and `mu` held: the summary (with `reason`) and footer, once.
+  RecorderCloseResult close_locked(const CloseReason& reason);
   std::uint64_t events_recorded() const;
 
  private:
@@ -232,7 +232,7 @@ struct RecordingRuntime::State {
     return fb::ObjectRef(it->second, fb::RefSpace::Foreign);
   }
 
-  std::vector<std::uint8_t> build_summary_locked();
+  std::vector<std::uint8_t> build_summary_locked(const CloseReason& reason);
 };
 
 }  // namespace vtrace::recorder

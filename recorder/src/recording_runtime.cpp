@@ -117,11 +117,13 @@ rt::Result<std::unique_ptr<RecordingRuntime>> RecordingRuntime::wrap_recording(
 
 RecordingRuntime::~RecordingRuntime() { (void)close(); }
 
-RecorderCloseResult RecordingRuntime::close() {
+RecorderCloseResult RecordingRuntime::close() { return close(CloseReason{}); }
+
+RecorderCloseResult RecordingRuntime::close(const CloseReason& reason) {
   State& s = *state_;
   const std::lock_guard in_order(s.order);
   std::lock_guard lock(s.mu);
-  return s.close_locked();
+  return s.close_locked(reason);
 }
 
 const rt::DeviceRuntime& RecordingRuntime::inner() const { return *state_->inner; }

@@ -27,7 +27,7 @@ class ContractRun {
   ContractRun(rt::DeviceRuntime& runtime, rt::DeviceRuntime& foreign, std::uint64_t seed)
       : rt_(runtime), foreign_(foreign), rng_(seed ^ 0x434F4E5452414354ull), observed_("contract") {}
 
-  WorkloadResult<WorkloadReport> run(std::uint32_t rounds);
+  WorkloadResult<WorkloadReport> run(std::uint32_t rounds, const StopRequested& stop);
 
  private:
   using Probe = std::function<WorkloadResult<void>()>;
@@ -577,7 +577,7 @@ std::vector<ContractRun::NamedProbe> ContractRun::probes() {
   return list;
 }
 
-WorkloadResult<WorkloadReport> ContractRun::run(std::uint32_t rounds) {
+WorkloadResult<WorkloadReport> ContractRun::run(std::uint32_t rounds, const StopRequested& stop) {
   if (auto ready = setup(); !ready) return std::unexpected(ready.error());
   auto list = probes();
   // Every probe once, in a seeded order (Fisher-Yates), then `rounds` seeded draws.
@@ -588,6 +588,11 @@ WorkloadResult<WorkloadReport> ContractRun::run(std::uint32_t rounds) {
   }
   for (std::uint32_t r = 0; r < rounds; ++r) order.push_back(rng_.below(list.size()));
   for (std::size_t step = 0; step < order.size(); ++step) {
+    if (stop()) {
+      auto report = observed_.finish(rt_);
+      report.stopped = true;
+      return report;
+    }
     const auto& probe = list[order[step]];
     if (auto done = probe.probe(); !done) {
       return std::unexpected(
@@ -600,9 +605,9 @@ WorkloadResult<WorkloadReport> ContractRun::run(std::uint32_t rounds) {
 }  // namespace
 
 WorkloadResult<WorkloadReport> run_contract(const WorkloadSpec& spec, rt::DeviceRuntime& runtime,
-                                            rt::DeviceRuntime& foreign) {
+                                            rt::DeviceRuntime& foreign, const StopRequested& stop) {
   ContractRun run(runtime, foreign, spec.seed);
-  return run.run(spec.contract.rounds);
+  return run.run(spec.contract.rounds, stop);
 }
 
 }  // namespace vtrace::workloads

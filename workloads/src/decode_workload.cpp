@@ -130,7 +130,8 @@ WorkloadResult<void> check_decode_fits(const DecodeOptions& o, std::uint64_t dev
       o.hidden, o.ffn, o.layers, mib(need), mib(device_memory_bytes), need)));
 }
 
-WorkloadResult<WorkloadReport> run_decode(const WorkloadSpec& spec, rt::DeviceRuntime& runtime) {
+WorkloadResult<WorkloadReport> run_decode(const WorkloadSpec& spec, rt::DeviceRuntime& runtime,
+                                          const StopRequested& stop) {
   const DecodeOptions& o = spec.decode;
   if (auto valid = check_decode_shape(o); !valid) return std::unexpected(valid.error());
   // Before any weight is generated: a shape the device cannot hold fails now, in one sentence.
@@ -138,6 +139,14 @@ WorkloadResult<WorkloadReport> run_decode(const WorkloadSpec& spec, rt::DeviceRu
     return std::unexpected(fits.error());
   }
   detail::Observations observed("decode");
+  // Stopping (before the weights, between weight uploads or steps): every submit so far was
+  // waited for, and the handles are released as this function returns.
+  const auto stopped = [&] {
+    auto report = observed.finish(runtime);
+    report.stopped = true;
+    return report;
+  };
+  if (stop()) return stopped();
 
   std::optional<detail::TempDir> dir;
   std::filesystem::path weights_path = o.weights;
@@ -171,6 +180,7 @@ WorkloadResult<WorkloadReport> run_decode(const WorkloadSpec& spec, rt::DeviceRu
   // Static weights: allocate, then zero-then-upload each through the portable path.
   std::vector<Linear> linears = weight_tensors(o);
   for (auto& linear : linears) {
+    if (stop()) return stopped();
     auto tensor = weight_of(*file, linear);
     if (!tensor) return std::unexpected(tensor.error());
     auto buffer = rt::immediate::allocate_buffer(runtime, "weight.decode." + linear.name,
@@ -211,6 +221,7 @@ WorkloadResult<WorkloadReport> run_decode(const WorkloadSpec& spec, rt::DeviceRu
   const auto activation_layout = *rt::HostTransferLayout::create(rt::ElementType::kF16,
                                                                  tokens * hidden);
   for (std::uint32_t step = 0; step < o.steps; ++step) {
+    if (stop()) return stopped();
     const bool packed = o.participants == 1 || step % 2 == 0;
     const bool with_logical_work = step % 2 == 0;
     const bool with_attribution = step % 3 == 0;

@@ -8,9 +8,11 @@ namespace vtrace::workloads {
 
 // Defined in the per-workload sources.
 WorkloadResult<WorkloadReport> run_tiny(const WorkloadSpec& spec, runtime::DeviceRuntime& rt);
-WorkloadResult<WorkloadReport> run_decode(const WorkloadSpec& spec, runtime::DeviceRuntime& rt);
+WorkloadResult<WorkloadReport> run_decode(const WorkloadSpec& spec, runtime::DeviceRuntime& rt,
+                                          const StopRequested& stop);
 WorkloadResult<WorkloadReport> run_contract(const WorkloadSpec& spec, runtime::DeviceRuntime& rt,
-                                            runtime::DeviceRuntime& foreign);
+                                            runtime::DeviceRuntime& foreign,
+                                            const StopRequested& stop);
 
 namespace {
 struct KindInfo {
@@ -117,17 +119,33 @@ std::string WorkloadSpec::describe() const {
 
 WorkloadResult<WorkloadReport> run_workload(const WorkloadSpec& spec, runtime::DeviceRuntime& rt,
                                             runtime::DeviceRuntime* foreign) {
+  return run_workload(spec, rt, foreign, StopRequested());
+}
+
+WorkloadResult<WorkloadReport> run_workload(const WorkloadSpec& spec, runtime::DeviceRuntime& rt,
+                                            runtime::DeviceRuntime* foreign,
+                                            const StopRequested& stop_requested) {
+  const StopRequested never = [] { return false; };
+  const StopRequested& stop = stop_requested ? stop_requested : never;
   switch (spec.kind) {
     case WorkloadKind::kTiny:
+      // One short sequence of calls: its only boundary is before the first.
+      if (stop()) {
+        WorkloadReport report;
+        report.workload = "tiny";
+        report.final_counters = rt.counter_snapshot();
+        report.stopped = true;
+        return report;
+      }
       return run_tiny(spec, rt);
     case WorkloadKind::kDecode:
-      return run_decode(spec, rt);
+      return run_decode(spec, rt, stop);
     case WorkloadKind::kContract:
       if (foreign == nullptr) {
         return std::unexpected(WorkloadError{
             "the contract workload needs a second runtime of the same kind for foreign objects"});
       }
-      return run_contract(spec, rt, *foreign);
+      return run_contract(spec, rt, *foreign, stop);
   }
   return std::unexpected(WorkloadError{"unknown workload kind"});
 }

@@ -78,6 +78,14 @@ struct RecorderOptions {
 // close(): the writer's statistics, or the first trace error (the one that stopped recording).
 using RecorderCloseResult = schema::TraceResult<schema::TraceWriteStats>;
 
+// Why a recording ends, stored in the footer's summary (TraceSummary.interrupted_by, shown by
+// `vtrace info`). The default: the product ran to its end.
+struct CloseReason {
+  // Non-empty when the product was stopped early at a call boundary: the signal's name
+  // ("SIGINT", "SIGTERM"). The trace is still a complete, valid file.
+  std::string interrupted_by;
+};
+
 class RecordingRuntime final : public runtime::DeviceRuntime {
  public:
   // Records to `trace_path` (written as "<path>.partial", renamed at close()). runtime_name is
@@ -107,6 +115,8 @@ class RecordingRuntime final : public runtime::DeviceRuntime {
   // Writes the summary and footer and commits the file. Idempotent: later calls return the first
   // call's result. Calls made after close() are forwarded but not recorded.
   RecorderCloseResult close();
+  // close() that also records why the recording ended (only the first close() stores a reason).
+  RecorderCloseResult close(const CloseReason& reason);
 
   const runtime::DeviceRuntime& inner() const;
   runtime::DeviceRuntime& inner();

@@ -12,6 +12,13 @@
 // arguments in the same order every time. Nothing depends on time, addresses or threads, so two
 // recordings of one spec give the same trace.
 //
+// Stopping early: run_workload's `stop_requested` is asked at every call boundary a workload
+// can end on cleanly (decode: before its weights are made, before each weight upload and each
+// step; contract: before each probe; tiny: before it starts). When it answers true the workload
+// makes no further call, releases its handles (everything it submitted was already waited for)
+// and returns its report so far with `stopped` set: a recording of it ends on a call boundary.
+// `vtrace record` and `vtrace demo` answer it from a SIGINT/SIGTERM flag (cli/interrupt.h).
+//
 // Ownership: the workload borrows the runtimes for the duration of run_workload() and releases
 //   every handle it created before returning.
 // Thread rules: one thread; the runtimes must not be used by anyone else during the call.
@@ -22,6 +29,7 @@
 
 #include <cstdint>
 #include <expected>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -87,7 +95,14 @@ struct WorkloadReport {
   std::uint64_t expected_errors = 0;    // calls that failed exactly as the workload expected
   std::vector<runtime::ErrorKind> error_kinds;  // distinct kinds seen, sorted
   std::optional<runtime::CounterSnapshot> final_counters;
+  // stop_requested answered true: the workload ended early, at a call boundary, and this report
+  // covers the calls it made before.
+  bool stopped = false;
 };
+
+// Asked between calls (see "Stopping early" above); called on the workload's thread. An empty
+// function never stops.
+using StopRequested = std::function<bool()>;
 
 // Fails, in one sentence naming the value and what is accepted, when run_workload would refuse
 // `spec` whatever the runtime: for decode check_decode_shape and, when `weights` is set,
@@ -101,5 +116,9 @@ WorkloadResult<void> validate(const WorkloadSpec& spec);
 // without it; the other workloads ignore it.
 WorkloadResult<WorkloadReport> run_workload(const WorkloadSpec& spec, runtime::DeviceRuntime& rt,
                                             runtime::DeviceRuntime* foreign);
+// As above, stopping at the first call boundary where `stop_requested` answers true.
+WorkloadResult<WorkloadReport> run_workload(const WorkloadSpec& spec, runtime::DeviceRuntime& rt,
+                                            runtime::DeviceRuntime* foreign,
+                                            const StopRequested& stop_requested);
 
 }  // namespace vtrace::workloads
