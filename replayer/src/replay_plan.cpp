@@ -24,6 +24,24 @@ using schema::TraceResult;
 // build() reserves steps for at most this many events up front; a longer trace grows the vector.
 constexpr std::uint64_t kStepsReservedAtMost = 1u << 12;
 
+namespace {
+
+// The payload a step names and the size its event claims for it, if it names one.
+std::optional<std::pair<schema::BlobId, std::uint64_t>> payload_claim(const ReplayStepBody& body) {
+  if (const auto* u = std::get_if<step::EncodeUpload>(&body)) {
+    return std::pair{u->payload, u->payload_bytes};
+  }
+  if (const auto* c = std::get_if<step::ImportComponent>(&body)) {
+    return std::pair{c->payload, c->payload_bytes};
+  }
+  if (const auto* r = std::get_if<step::Readback>(&body); r != nullptr && r->payload) {
+    return std::pair{*r->payload, r->payload_bytes};
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 const std::vector<std::uint8_t>* ReplayPlan::payload(const schema::BlobId& id) const {
   auto it = payloads_.find(id);
   return it == payloads_.end() ? nullptr : &it->second;
@@ -116,6 +134,19 @@ TraceResult<ReplayPlan> ReplayPlan::build(schema::TraceReader& reader) {
     }
     return std::unexpected(TraceError{bytes.error().kind, fmt::format("event {} ({}): {}", ordinal,
                                                                       kind, bytes.error().message)});
+  }
+
+  // What an event says of its payload's size must be what the payload holds: the replayer
+  // uploads and compares the payload's bytes, so a wrong claim would otherwise pass unseen.
+  for (const auto& s : plan.steps_) {
+    const auto claim = payload_claim(s.body);
+    if (!claim) continue;
+    const auto found = plan.payloads_.find(claim->first);
+    if (found == plan.payloads_.end() || found->second.size() == claim->second) continue;
+    return std::unexpected(
+        detail::corrupt(s.ordinal, s.kind,
+                        fmt::format("claims {} payload bytes, but its payload {} holds {}",
+                                    claim->second, claim->first.hex(), found->second.size())));
   }
 
   std::set<std::uint64_t> open_submits;

@@ -104,6 +104,40 @@ TEST_CASE("replay refuses an event whose sequence number is out of order, naming
                                             path.string(), n, n + 3));
 }
 
+TEST_CASE("replay refuses an event whose payload size claim is not its payload's size, naming both",
+          "[replayer][bounds]") {
+  ScratchDir dir("bad-ref-payload-bytes");
+  for (const std::string kind : {"EncodeUpload", "Readback"}) {
+    for (const std::uint64_t claim : {std::uint64_t{1}, ~std::uint64_t{0}}) {
+      const auto path = dir / fmt::format("{}-{}.vtrace", kind, claim);
+      std::string payload;
+      std::uint64_t holds = 0;
+      const std::uint64_t n = tiny_with_patched(path, kind, [&](Bytes& b, const fb::Event& e) {
+        const flatbuffers::Table* body =
+            kind == "EncodeUpload"
+                ? reinterpret_cast<const flatbuffers::Table*>(e.body_as_EncodeUpload())
+                : reinterpret_cast<const flatbuffers::Table*>(e.body_as_Readback());
+        REQUIRE(body != nullptr);
+        const auto offset = static_cast<flatbuffers::voffset_t>(
+            kind == "EncodeUpload" ? static_cast<int>(fb::EncodeUpload::VT_PAYLOAD_BYTES)
+                                   : static_cast<int>(fb::Readback::VT_PAYLOAD_BYTES));
+        const std::uint8_t* field = body->GetAddressOf(offset);
+        REQUIRE(field != nullptr);
+        holds = kind == "EncodeUpload" ? e.body_as_EncodeUpload()->payload_bytes()
+                                       : e.body_as_Readback()->payload_bytes();
+        const auto links = vs::event_links(e);
+        REQUIRE(links.payloads.size() == 1);
+        payload = links.payloads.front().hex();
+        patch_u64(b, field, claim);
+      });
+      INFO(kind << " claiming " << claim);
+      CHECK(replay_outcome(path) ==
+            fmt::format("{}: event {} ({}): claims {} payload bytes, but its payload {} holds {}",
+                        path.string(), n, kind, claim, payload, holds));
+    }
+  }
+}
+
 TEST_CASE("replay of a region past its buffer or overflowing u64 fails naming the event",
           "[replayer][bounds]") {
   ScratchDir dir("bad-ref-region");
