@@ -45,6 +45,18 @@ int run_info(const InfoOptions& o) {
       fmt::print("recorder:    zstd level {}, frame target {}\n", rec->zstd_level(),
                  human_bytes(rec->frame_target_bytes()));
     }
+    if (const auto* w = m->window(); w != nullptr) {
+      // A flight window or a capture started mid-run (docs/FLIGHT.md).
+      const auto detail = w->detail() != nullptr && w->detail()->size() > 0
+                              ? fmt::format(" ({})", w->detail()->str())
+                              : std::string();
+      fmt::print(
+          "window:      number {}, written by {}{} at event {} of the run (batch {}); holds {} "
+          "batches from event {} of the run after {} synthesized events\n",
+          w->window_number(), w->trigger() != nullptr ? w->trigger()->str() : "?", detail,
+          w->trigger_event(), w->trigger_batch(), w->batches(), w->first_event(),
+          w->prologue_events());
+    }
   }
 
   // Counts by kind: from the footer summary when present, else by visiting every event.

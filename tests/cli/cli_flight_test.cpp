@@ -67,6 +67,14 @@ TEST_CASE("vtrace record --mode flight with --nan-at-step writes one window endi
   // The last batch of the window is step 150's (steps count from 0).
   CHECK(w->trigger_batch() == setup_batches + 151);
 
+  const auto info = run_vtrace(fmt::format("info {}", window.string()));
+  INFO(info.output);
+  CHECK(info.code == 0);
+  CHECK(info.output.find(fmt::format("window:      number 1, written by non_finite_readback")) !=
+        std::string::npos);
+  CHECK(info.output.find(fmt::format("(batch {}); holds 16 batches", setup_batches + 151)) !=
+        std::string::npos);
+
   const auto replay = run_vtrace(fmt::format("replay {} --runtime cpu", window.string()));
   INFO(replay.output);
   CHECK(replay.code == 0);
