@@ -173,6 +173,7 @@ class FlightRecorder {
   // A mid-run capture: its start point was passed (the checkpoint follows at the first quiescent
   // boundary); whether the capture has started.
   void start_reached() { start_reached_ = true; }
+  bool start_was_reached() const { return start_reached_; }
   bool capturing() const { return capturing_; }
   FlightStats stats() const;
   std::uint64_t submits() const { return submits_; }

@@ -54,22 +54,28 @@ std::filesystem::path capture_path(const std::filesystem::path& path) {
   return numbered;
 }
 
-// VTRACE_CAPTURE_START / STOP: "submit:N" or "event:N"; nullopt when unset.
+// VTRACE_CAPTURE_START / STOP: "submit:N", "event:N", "signal:N" (N >= 1) or "signal" (=
+// signal:1); nullopt when unset.
 rt::Result<std::optional<CapturePoint>> capture_point(const char* variable) {
   const char* text = std::getenv(variable);
   if (text == nullptr || *text == '\0') return std::nullopt;
   const std::string_view t(text);
+  if (t == "signal") return CapturePoint{CapturePoint::Unit::kSignal, 1};
   const auto colon = t.find(':');
   const auto unit = t.substr(0, colon);
   const auto number = colon == std::string_view::npos ? std::string_view{} : t.substr(colon + 1);
   std::uint64_t count = 0;
   auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), count);
-  if ((unit != "submit" && unit != "event") || number.empty() || ec != std::errc() ||
-      end != number.data() + number.size()) {
-    return std::unexpected(
-        env_error(variable, t, "expected submit:N (after N submits) or event:N (after N events)"));
+  const bool signal = unit == "signal";
+  if ((unit != "submit" && unit != "event" && !signal) || number.empty() || ec != std::errc() ||
+      end != number.data() + number.size() || (signal && count == 0)) {
+    return std::unexpected(env_error(variable, t,
+                                     "expected submit:N (after N submits), event:N (after N "
+                                     "events) or signal[:N] (at the Nth SIGUSR1, N >= 1)"));
   }
-  return CapturePoint{unit == "event" ? CapturePoint::Unit::kEvent : CapturePoint::Unit::kSubmit,
+  return CapturePoint{signal            ? CapturePoint::Unit::kSignal
+                      : unit == "event" ? CapturePoint::Unit::kEvent
+                                        : CapturePoint::Unit::kSubmit,
                       count};
 }
 

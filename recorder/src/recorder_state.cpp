@@ -146,7 +146,7 @@ RecorderCloseResult RecordingRuntime::State::close_locked(const CloseReason& rea
       (void)write_window_locked(FlightTriggerKind::kCaptureRange, range_detail(), std::nullopt);
       active.store(false);
     }
-    if (options.flight.trigger_on_signal) detail::release_window_signal();
+    if (listens_for_signal()) detail::release_window_signal();
     flight->end_journals();
     schema::TraceWriteStats stats;
     stats.events = seq;
@@ -244,30 +244,48 @@ std::optional<rt::CounterSnapshot> RecordingRuntime::State::product_counters() c
 }
 
 std::string RecordingRuntime::State::range_detail() const {
-  const auto point = [](const std::optional<CapturePoint>& p) {
+  const auto point = [](const std::optional<CapturePoint>& p, std::string_view signal_origin) {
     if (!p) return std::string("close");
-    return fmt::format("{} {}", p->unit == CapturePoint::Unit::kEvent ? "event" : "submit",
-                       p->count);
+    switch (p->unit) {
+      case CapturePoint::Unit::kEvent:
+        return fmt::format("event {}", p->count);
+      case CapturePoint::Unit::kSubmit:
+        return fmt::format("submit {}", p->count);
+      case CapturePoint::Unit::kSignal:
+        break;
+    }
+    return fmt::format("SIGUSR1 {} {}", p->count, signal_origin);
   };
-  return fmt::format("from {} to {}", point(options.flight.start), point(options.flight.stop));
+  return fmt::format("from {} to {}", point(options.flight.start, "of the run"),
+                     point(options.flight.stop, "of the capture"));
 }
 
 void RecordingRuntime::State::at_call_start() {
   if (!flight || !active.load()) return;
   if (const auto& start = options.flight.start) {
-    const auto reached = [&](const CapturePoint& p) {
-      return (p.unit == CapturePoint::Unit::kEvent ? seq : flight->submits()) >= p.count;
+    const std::uint64_t signals = listens_for_signal() ? detail::window_signals() : 0;
+    const auto reached = [&](const CapturePoint& p, std::uint64_t signal_base) {
+      switch (p.unit) {
+        case CapturePoint::Unit::kEvent:
+          return seq >= p.count;
+        case CapturePoint::Unit::kSubmit:
+          return flight->submits() >= p.count;
+        case CapturePoint::Unit::kSignal:
+          break;
+      }
+      return signals - signal_base >= p.count;
     };
     // The capture ends, as it starts, at a quiescent boundary: its last batch is complete.
-    if (flight->capturing() && options.flight.stop && reached(*options.flight.stop) &&
-        flight->quiescent()) {
+    if (flight->capturing() && options.flight.stop &&
+        reached(*options.flight.stop, signals_at_start) && flight->quiescent()) {
       std::lock_guard lock(mu);
       (void)write_window_locked(FlightTriggerKind::kCaptureRange, range_detail(), std::nullopt);
       active.store(false);  // the capture is over; the product goes on unrecorded
       return;
     }
-    if (!flight->capturing() && reached(*start)) {
+    if (!flight->capturing() && reached(*start, signals_seen)) {
       std::lock_guard lock(mu);
+      if (!flight->start_was_reached()) signals_at_start = signals;
       flight->start_reached();
     }
   }
@@ -348,7 +366,16 @@ schema::TraceResult<std::filesystem::path> RecordingRuntime::State::write_window
   return written;
 }
 
+bool RecordingRuntime::State::listens_for_signal() const {
+  const auto signal = [](const std::optional<CapturePoint>& p) {
+    return p && p->unit == CapturePoint::Unit::kSignal;
+  };
+  return options.flight.trigger_on_signal || signal(options.flight.start) ||
+         signal(options.flight.stop);
+}
+
 void RecordingRuntime::State::start_signal_trigger() {
+  if (!listens_for_signal()) return;
   detail::acquire_window_signal();
   signals_seen = detail::window_signals();
 }

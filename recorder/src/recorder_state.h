@@ -159,8 +159,10 @@ struct RecordingRuntime::State {
   // With `order` and `mu` held.
   schema::TraceResult<std::filesystem::path> write_window_locked(
       FlightTriggerKind kind, std::string detail, std::optional<std::uint64_t> trigger_seq);
-  // Flight mode: installs the SIGUSR1 handler; only signals from now on count.
+  // Flight mode: installs the SIGUSR1 handler when the options use it (trigger_on_signal or a
+  // capture point in signal units); only signals from now on count.
   void start_signal_trigger();
+  bool listens_for_signal() const;
   // Flight mode: events built with every scalar stored, so a window can renumber them in place.
   void force_defaults() { fbb.ForceDefaults(true); }
   std::optional<FlightStats> flight_stats() const;
@@ -197,6 +199,8 @@ struct RecordingRuntime::State {
   std::optional<std::pair<FlightTriggerKind, std::string>> pending_trigger;
   std::uint64_t pending_trigger_seq = 0;
   std::uint64_t signals_seen = 0;
+  // SIGUSR1 deliveries when the capture's start point was reached (a kSignal stop counts from it).
+  std::uint64_t signals_at_start = 0;
   bool threshold_fired = false;
   std::string last_window_error;
 

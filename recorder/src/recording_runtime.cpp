@@ -97,19 +97,20 @@ rt::Result<std::unique_ptr<RecordingRuntime>> RecordingRuntime::wrap_recording(
   header.producer_version = VTRACE_VERSION;  // the project() VERSION (recorder/CMakeLists.txt)
   header.metadata.assign(mb.GetBufferPointer(), mb.GetBufferPointer() + mb.GetSize());
   auto state = std::make_unique<State>();
+  state->options = std::move(options);
+  const RecorderOptions& o = state->options;
   if (flight_path != nullptr) {
     state->flight = std::make_unique<detail::FlightRecorder>(
-        options.flight, *flight_path, header.metadata, options.writer, inner->counter_snapshot());
+        o.flight, *flight_path, header.metadata, o.writer, inner->counter_snapshot());
     // Every scalar stored, so a window's events can be renumbered in place.
     state->force_defaults();
-    if (options.flight.trigger_on_signal) state->start_signal_trigger();
+    state->start_signal_trigger();
   } else {
-    auto writer = schema::TraceWriter::create(std::move(sink), std::move(header), options.writer);
+    auto writer = schema::TraceWriter::create(std::move(sink), std::move(header), o.writer);
     if (!writer) return std::unexpected(trace_failure(writer.error()));
     state->writer = std::move(*writer);
   }
   state->inner = std::move(inner);
-  state->options = std::move(options);
   state->runtime_name = std::move(runtime_name);
   state->record_opened();
   return std::unique_ptr<RecordingRuntime>(new RecordingRuntime(std::move(state)));

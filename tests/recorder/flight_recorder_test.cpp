@@ -66,6 +66,7 @@ struct Window {
   bool has_baseline = false;
   std::uint32_t number = 0;
   std::uint64_t submits = 0;  // the summary's
+  std::string detail;
 };
 
 Window window_of(const std::filesystem::path& path) {
@@ -83,16 +84,21 @@ Window window_of(const std::filesystem::path& path) {
              w->prologue_events(),
              w->baseline_event().has_value(),
              w->window_number(),
-             0};
+             0,
+             {}};
   const auto* summary = vtrace::schema::read_trace_summary((*reader)->summary());
   REQUIRE(summary != nullptr);
   out.submits = summary->submits();
+  out.detail = w->detail() ? w->detail()->str() : "";
   return out;
 }
 
-vtrace::replayer::ReplayReport replay(const std::filesystem::path& path) {
-  auto report = vtrace::replayer::replay_trace(path, {}, rt::default_registry());
-  REQUIRE(report.has_value());
+// Replays on the recorded runtime, or on `runtime` when given.
+vtrace::replayer::ReplayReport replay(const std::filesystem::path& path, std::string runtime = {}) {
+  vtrace::replayer::ReplayTraceOptions options;
+  options.runtime = std::move(runtime);
+  auto report = vtrace::replayer::replay_trace(path, options, rt::default_registry());
+  if (!report) FAIL(report.error().message);
   std::string first;
   for (std::size_t i = 0; i < report->mismatches.size() && i < 5; ++i) {
     const auto& m = report->mismatches[i];
@@ -370,17 +376,43 @@ TEST_CASE("flight: SIGUSR1 writes a window at the next recorded call") {
   std::filesystem::remove_all(dir);
 }
 
+namespace {
+
+// Forwards to the reference runtime and raises SIGUSR1 inside the submits numbered in `at`
+// (1-based), as a product's operator would from outside.
+class SignallingRuntime final : public rt::ForwardingRuntime {
+ public:
+  explicit SignallingRuntime(std::vector<std::uint64_t> at)
+      : ForwardingRuntime(make_reference()), at_(std::move(at)) {}
+  std::expected<rt::FencePtr, rt::DefinitelyNotSubmitted> submit(rt::Stream& s,
+                                                                 rt::CommandBatch b) override {
+    ++submits_;
+    for (const auto n : at_) {
+      if (n == submits_) REQUIRE(::raise(SIGUSR1) == 0);
+    }
+    return ForwardingRuntime::submit(s, std::move(b));
+  }
+
+ private:
+  std::vector<std::uint64_t> at_;
+  std::uint64_t submits_ = 0;
+};
+
+// The submits a small decode makes before its first step: a full recording's submits less its
+// one step's.
+std::uint64_t decode_setup_submits() {
+  auto sink = std::make_shared<MemorySink::State>();
+  auto full = record_to_memory(make_reference(), sink);
+  REQUIRE(wl::run_workload(small_decode(1), *full, nullptr).has_value());
+  REQUIRE(full->close().has_value());
+  return read_trace(sink->copy()).all<fb::SubmitBegin>(fb::EventBody::SubmitBegin).size() - 1;
+}
+
+}  // namespace
+
 TEST_CASE("a capture started mid-run replays on its own without the steps before it") {
   const auto dir = fresh_dir("vtrace_capture_range_test");
-  // The batches before the decode steps: a full recording's submits less its steps.
-  std::uint64_t setup = 0;
-  {
-    auto sink = std::make_shared<MemorySink::State>();
-    auto full = record_to_memory(make_reference(), sink);
-    REQUIRE(wl::run_workload(small_decode(1), *full, nullptr).has_value());
-    REQUIRE(full->close().has_value());
-    setup = read_trace(sink->copy()).all<fb::SubmitBegin>(fb::EventBody::SubmitBegin).size() - 1;
-  }
+  const std::uint64_t setup = decode_setup_submits();
   RecorderOptions options;
   options.mode = CaptureMode::kFlight;
   options.flight.start =
@@ -400,6 +432,65 @@ TEST_CASE("a capture started mid-run replays on its own without the steps before
   CHECK(w.first_event > 1000);
   const auto replayed = replay(dir / "range.vtrace");
   CHECK(replayed.checked.readbacks == 10);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("a capture started and stopped by SIGUSR1 holds the steps between the two signals") {
+  const auto dir = fresh_dir("vtrace_capture_signal_test");
+  const std::uint64_t setup = decode_setup_submits();
+  using Unit = vtrace::recorder::CapturePoint::Unit;
+  RecorderOptions options;
+  options.mode = CaptureMode::kFlight;
+  options.flight.start = vtrace::recorder::CapturePoint{Unit::kSignal, 1};
+  options.flight.stop = vtrace::recorder::CapturePoint{Unit::kSignal, 1};
+  // A signal inside the submit of step 20 and one inside step 27's: like submit:setup+20 to
+  // submit:setup+27, the capture holds steps 20 to 26.
+  auto inner = std::make_unique<SignallingRuntime>(std::vector{setup + 20, setup + 27});
+  auto rec = RecordingRuntime::create(std::move(inner), "reference", dir / "sig.vtrace", options);
+  REQUIRE(rec.has_value());
+  REQUIRE(wl::run_workload(small_decode(40), **rec, nullptr).has_value());
+  CHECK((*rec)->flight_stats()->windows_written == 1);
+  REQUIRE((*rec)->close().has_value());
+  const auto w = window_of(dir / "sig.vtrace");
+  CHECK(w.trigger == "capture_range");
+  CHECK(w.detail == "from SIGUSR1 1 of the run to SIGUSR1 1 of the capture");
+  CHECK(w.batches == 7);
+  CHECK(w.submits == 8);  // and the checkpoint's upload
+  const auto replayed = replay(dir / "sig.vtrace");
+  CHECK(replayed.checked.readbacks == 7);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("VTRACE_CAPTURE_START=signal:2 starts at the second SIGUSR1 through open_runtime") {
+  const auto dir = fresh_dir("vtrace_capture_signal_env_test");
+  const std::uint64_t setup = decode_setup_submits();
+  rt::RuntimeRegistry registry;
+  registry.add(
+      "signalling", "reference raising SIGUSR1 in steps 5, 9 and 12",
+      [&](const rt::RuntimeOpenOptions&) -> rt::Result<std::unique_ptr<rt::DeviceRuntime>> {
+        return std::make_unique<SignallingRuntime>(std::vector{setup + 5, setup + 9, setup + 12});
+      });
+  const auto path = dir / "env.vtrace";
+  ::setenv("VTRACE_CAPTURE", path.c_str(), 1);
+  ::setenv("VTRACE_CAPTURE_START", "signal:0", 1);
+  auto refused = vtrace::recorder::open_runtime("signalling", {}, registry);
+  ::setenv("VTRACE_CAPTURE_START", "signal:2", 1);
+  ::setenv("VTRACE_CAPTURE_STOP", "signal", 1);
+  auto runtime = vtrace::recorder::open_runtime("signalling", {}, registry);
+  ::unsetenv("VTRACE_CAPTURE_START");
+  ::unsetenv("VTRACE_CAPTURE_STOP");
+  ::unsetenv("VTRACE_CAPTURE");
+  REQUIRE(refused.has_value());
+  CHECK(dynamic_cast<RecordingRuntime*>(refused->get()) == nullptr);  // unwrapped: not valid
+  REQUIRE(runtime.has_value());
+  auto* rec = dynamic_cast<RecordingRuntime*>(runtime->get());
+  REQUIRE(rec != nullptr);
+  REQUIRE(wl::run_workload(small_decode(20), *rec, nullptr).has_value());
+  REQUIRE(rec->close().has_value());
+  const auto w = window_of(path);
+  CHECK(w.detail == "from SIGUSR1 2 of the run to SIGUSR1 1 of the capture");
+  CHECK(w.batches == 3);  // steps 9 to 11
+  replay(path, "reference");
   std::filesystem::remove_all(dir);
 }
 

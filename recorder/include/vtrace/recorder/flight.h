@@ -43,9 +43,12 @@ enum class FlightTriggerKind : std::uint8_t {
 // The stable snake_case name stored in the window's metadata.
 std::string_view flight_trigger_name(FlightTriggerKind kind);
 
-// A point of a run: after `count` events, or after `count` submits, have been recorded.
+// A point of a run: after `count` events, or after `count` submits, have been recorded; or
+// (kSignal) after `count` SIGUSR1 deliveries, counted for a start point from the recorder's
+// creation and for a stop point from the capture's start. A signal is acted on at the next
+// recorded call, like every point.
 struct CapturePoint {
-  enum class Unit : std::uint8_t { kEvent, kSubmit };
+  enum class Unit : std::uint8_t { kEvent, kSubmit, kSignal };
   Unit unit = Unit::kSubmit;
   std::uint64_t count = 0;
 };
@@ -83,7 +86,8 @@ struct FlightOptions {
   // (only the live objects); at the first quiescent call boundary at or after it a checkpoint
   // starts the capture, which holds everything from then on (no window bound) until `stop`
   // (or close()), where it is written as one trace (trigger kCaptureRange) and recording ends.
-  // The other triggers are off in this form.
+  // The other triggers are off in this form. A point in kSignal units installs the SIGUSR1
+  // handler for the recorder's lifetime (as trigger_on_signal does).
   std::optional<CapturePoint> start;
   std::optional<CapturePoint> stop;
 };

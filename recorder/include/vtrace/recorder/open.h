@@ -27,11 +27,14 @@
 //                                    write a window (default none)
 //   VTRACE_CAPTURE_TRIGGER_COUNTER=counter>=N  the first snapshot with counter >= N writes one
 //   A readback holding a NaN or an Inf always writes a window.
-//   VTRACE_CAPTURE_START=submit:N|event:N  a capture that starts mid-run, after N submits (or
-//                               events), with the same checkpoint as a flight window, so the trace
+//   VTRACE_CAPTURE_START=submit:N|event:N|signal[:N]  a capture that starts mid-run, after N
+//                               submits (or events, or SIGUSR1 deliveries; `signal` = signal:1),
+//                               with the same checkpoint as a flight window, so the trace
 //                               replays on its own; it is held in memory and written to `path`
-//                               at VTRACE_CAPTURE_STOP (same syntax) or when the runtime is
-//                               dropped. Without VTRACE_CAPTURE_MODE.
+//                               at VTRACE_CAPTURE_STOP (same syntax; signals counted from the
+//                               capture's start, so START=signal STOP=signal is "from one
+//                               SIGUSR1 to the next") or when the runtime is dropped. Without
+//                               VTRACE_CAPTURE_MODE.
 // Everything else keeps RecorderOptions' defaults (flush_before_submit on: a product that dies
 // inside a submit leaves that batch in the trace).
 // A recording opened this way is finalised by the recorder's destructor (when the product drops
