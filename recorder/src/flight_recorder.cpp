@@ -30,6 +30,8 @@ std::string_view flight_trigger_name(FlightTriggerKind kind) {
       return "capture_range";
     case FlightTriggerKind::kJournal:
       return "journal";
+    case FlightTriggerKind::kCrash:
+      return "crash";
   }
   return "unknown";
 }

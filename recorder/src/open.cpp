@@ -122,6 +122,9 @@ rt::Result<void> flight_from_env(RecorderOptions& recorder) {
   f.window_bytes = *mib << 20;
   f.max_windows = *windows;
   f.trigger_on_signal = *signal == 1;
+  auto crash = env_number<int>("VTRACE_CAPTURE_CRASH", 1, 0, 1);
+  if (!crash) return std::unexpected(crash.error());
+  f.window_on_crash = *crash == 1;
   auto journal = env_number<int>("VTRACE_CAPTURE_JOURNAL", 0, 0, 1);
   if (!journal) return std::unexpected(journal.error());
   f.journal = *journal == 1;

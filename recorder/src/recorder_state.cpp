@@ -147,6 +147,7 @@ RecorderCloseResult RecordingRuntime::State::close_locked(const CloseReason& rea
       active.store(false);
     }
     if (listens_for_signal()) detail::release_window_signal();
+    if (crash_window_registered) detail::release_crash_window(this);
     flight->end_journals();
     schema::TraceWriteStats stats;
     stats.events = seq;
@@ -374,10 +375,20 @@ bool RecordingRuntime::State::listens_for_signal() const {
          signal(options.flight.stop);
 }
 
-void RecordingRuntime::State::start_signal_trigger() {
+void RecordingRuntime::State::start_signal_handlers() {
+  if (options.flight.window_on_crash) {
+    crash_window_registered = detail::acquire_crash_window(this, &State::write_crash_window);
+  }
   if (!listens_for_signal()) return;
   detail::acquire_window_signal();
   signals_seen = detail::window_signals();
+}
+
+void RecordingRuntime::State::write_crash_window(void* state, int signal) {
+  auto& s = *static_cast<State*>(state);
+  if (!s.flight || (s.options.flight.start && !s.flight->capturing())) return;
+  (void)s.write_window_locked(FlightTriggerKind::kCrash,
+                              std::string(detail::fatal_signal_name(signal)), std::nullopt);
 }
 
 detail::Ordinals RecordingRuntime::State::unused_ordinals_locked() const {

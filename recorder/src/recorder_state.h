@@ -160,9 +160,14 @@ struct RecordingRuntime::State {
   schema::TraceResult<std::filesystem::path> write_window_locked(
       FlightTriggerKind kind, std::string detail, std::optional<std::uint64_t> trigger_seq);
   // Flight mode: installs the SIGUSR1 handler when the options use it (trigger_on_signal or a
-  // capture point in signal units); only signals from now on count.
-  void start_signal_trigger();
+  // capture point in signal units; only signals from now on count) and registers the crash
+  // window (window_on_crash). close_locked() undoes both.
+  void start_signal_handlers();
   bool listens_for_signal() const;
+  // The crash window, called in the forked child of a dying process (signal_flag.h): writes the
+  // window without taking `mu` (the child has one thread; the dying one was not inside `mu` when
+  // it crashed in a wrapped call).
+  static void write_crash_window(void* state, int signal);
   // Flight mode: events built with every scalar stored, so a window can renumber them in place.
   void force_defaults() { fbb.ForceDefaults(true); }
   std::optional<FlightStats> flight_stats() const;
@@ -201,6 +206,7 @@ struct RecordingRuntime::State {
   std::uint64_t signals_seen = 0;
   // SIGUSR1 deliveries when the capture's start point was reached (a kSignal stop counts from it).
   std::uint64_t signals_at_start = 0;
+  bool crash_window_registered = false;
   bool threshold_fired = false;
   std::string last_window_error;
 

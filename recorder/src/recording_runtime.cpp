@@ -104,7 +104,7 @@ rt::Result<std::unique_ptr<RecordingRuntime>> RecordingRuntime::wrap_recording(
         o.flight, *flight_path, header.metadata, o.writer, inner->counter_snapshot());
     // Every scalar stored, so a window's events can be renumbered in place.
     state->force_defaults();
-    state->start_signal_trigger();
+    state->start_signal_handlers();
   } else {
     auto writer = schema::TraceWriter::create(std::move(sink), std::move(header), o.writer);
     if (!writer) return std::unexpected(trace_failure(writer.error()));

@@ -1,5 +1,7 @@
 // The flight recorder (RecorderOptions::mode = kFlight, docs/FLIGHT.md): a window written
 // mid-run replays on its own, holds the last N batches, triggers and file naming, bounded memory.
+#include <fcntl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -12,6 +14,7 @@
 #include <vector>
 
 #include "recorder_test_support.h"
+#include "support/test_support.h"
 #include "vtrace/recorder/open.h"
 #include "vtrace/recorder/recording_runtime.h"
 #include "vtrace/replayer/replay_trace.h"
@@ -596,4 +599,77 @@ TEST_CASE("flight journal: a crash inside a submit leaves the window and its int
   CHECK(replayed.checked.readbacks >= 4);
   std::filesystem::remove_all(dir);
   std::filesystem::remove_all(snapshot);
+}
+
+namespace {
+
+// Forwards to the reference runtime; its `at`-th submit dies of `signal` before it runs:
+// raise() for SIGSEGV and SIGBUS (a real fault would be undefined behaviour here), abort() for
+// SIGABRT.
+class DyingRuntime final : public rt::ForwardingRuntime {
+ public:
+  DyingRuntime(std::uint64_t at, int signal)
+      : ForwardingRuntime(make_reference()), at_(at), signal_(signal) {}
+  std::expected<rt::FencePtr, rt::DefinitelyNotSubmitted> submit(rt::Stream& s,
+                                                                 rt::CommandBatch b) override {
+    if (++submits_ == at_) {
+      if (signal_ == SIGABRT) std::abort();
+      ::raise(signal_);
+    }
+    return ForwardingRuntime::submit(s, std::move(b));
+  }
+
+ private:
+  std::uint64_t at_;
+  int signal_;
+  std::uint64_t submits_ = 0;
+};
+
+}  // namespace
+
+TEST_CASE("flight: a process that dies of a fatal signal inside a submit leaves its window") {
+#if defined(__SANITIZE_THREAD__)
+  // The window is written from a forked child still inside the signal handler, which
+  // ThreadSanitizer reports as signal-unsafe by design.
+  VTRACE_SKIP("the crash window is not run under ThreadSanitizer");
+#endif
+  constexpr std::uint64_t kDieAt = 13;  // a decode step's submit
+  for (const int signal : {SIGSEGV, SIGABRT, SIGBUS}) {
+    const auto dir = fresh_dir("vtrace_flight_crash_test");
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      // The child: a product that dies. Its output (the default handler's, a sanitizer's
+      // report of the re-raised signal) is not this test's.
+      const int null = ::open("/dev/null", O_WRONLY);
+      ::dup2(null, 1);
+      ::dup2(null, 2);
+      auto rec = RecordingRuntime::create(std::make_unique<DyingRuntime>(kDieAt, signal),
+                                          "reference", dir / "w.vtrace", flight_options(4));
+      if (rec) (void)wl::run_workload(small_decode(20), **rec, nullptr);
+      ::_exit(0);  // not reached when the crash ends the child
+    }
+    int status = 0;
+    REQUIRE(::waitpid(pid, &status, 0) == pid);
+    INFO("signal " << signal << ", wait status " << status);
+    // It died (of the signal, or of a sanitizer's report of it), after the window was written.
+    CHECK_FALSE((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+    REQUIRE(std::filesystem::exists(dir / "w.vtrace"));
+    const auto w = window_of(dir / "w.vtrace");
+    CHECK(w.trigger == "crash");
+    CHECK(w.detail == std::string(signal == SIGSEGV   ? "SIGSEGV"
+                                  : signal == SIGABRT ? "SIGABRT"
+                                                      : "SIGBUS"));
+    auto source = vtrace::schema::open_file_source(dir / "w.vtrace");
+    REQUIRE(source.has_value());
+    const auto trace = read_trace(std::move(*source));
+    REQUIRE(!trace.records.empty());
+    // The intent of the submit it died in is the window's last event.
+    CHECK(std::string(vtrace::schema::event_kind_name(trace.event(trace.records.size() - 1))) ==
+          "SubmitBegin");
+    const auto replayed = replay(dir / "w.vtrace");
+    CHECK(replayed.unfinished_submits.size() == 1);
+    CHECK(replayed.checked.readbacks >= 3);
+    std::filesystem::remove_all(dir);
+  }
 }

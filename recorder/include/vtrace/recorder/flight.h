@@ -10,7 +10,10 @@
 //   - a call that fails with one of the chosen error kinds,
 //   - SIGUSR1 (the handler only sets a flag; the window is written at the next recorded call),
 //   - RecordingRuntime::dump_window() (an API call; `vtrace record` also uses it, named
-//     kWorkloadFailed, when a workload fails).
+//     kWorkloadFailed, when a workload fails),
+//   - the process dying of SIGSEGV, SIGBUS, SIGILL, SIGFPE or SIGABRT (window_on_crash: a forked
+//     copy of the dying process writes the window, which ends with the SubmitBegin of a submit
+//     the crash interrupted).
 // Windows go to the trace path for the first, "<stem>.<N><ext>" (N = 2, 3, ...) for the next
 // ones, at most max_windows files; each names its trigger in its metadata (CaptureWindowRecord).
 #pragma once
@@ -39,6 +42,7 @@ enum class FlightTriggerKind : std::uint8_t {
   kWorkloadFailed,     // "workload_failed" (vtrace record, a workload that failed)
   kCaptureRange,       // "capture_range" (a capture started mid-run: FlightOptions::start)
   kJournal,            // "journal" (FlightOptions::journal: the window as recorded, on disk)
+  kCrash,              // "crash" (window_on_crash: a fatal signal; the detail names it)
 };
 // The stable snake_case name stored in the window's metadata.
 std::string_view flight_trigger_name(FlightTriggerKind kind);
@@ -73,7 +77,20 @@ struct FlightOptions {
   // Install a SIGUSR1 handler for the recorder's lifetime (the previous one is restored at
   // close()). The handler only sets a flag.
   bool trigger_on_signal = false;
-  // Crash safety: keep the window on disk as it is recorded, in "<stem>.journal-1<ext>" and
+  // Crash safety at no cost while the product runs: handlers for SIGSEGV, SIGBUS, SIGILL, SIGFPE
+  // and SIGABRT, installed for the recorder's lifetime (the previous ones are restored at
+  // close()). On such a signal the handler forks; the child (a one-thread copy of the dying
+  // process) writes the window as it is, without taking the recorder's locks, and exits; the
+  // parent waits for it, restores the previous handlers and lets the signal take its course. A
+  // crash inside a submit leaves a window ending with that submit's SubmitBegin (recorded before
+  // the wrapped submit runs), which replay re-executes as an unfinished submit. Best effort: a
+  // crash that corrupted the recorder's memory, or happened while another thread held a lock
+  // the writer needs, gives no window (the child is killed after 20 s); `journal` is the
+  // guarantee. Counts against max_windows like any trigger. In a mid-run capture it writes what
+  // the capture holds once it has started.
+  bool window_on_crash = true;
+  // Crash safety that does not depend on the dying process: keep the window on disk as it is
+  // recorded, in "<stem>.journal-1<ext>" and
   // "<stem>.journal-2<ext>" (written as .partial files, so a crash leaves them recoverable like a
   // cut trace). A journal starts at a checkpoint with the same prologue as a window and streams
   // every event after it; each SubmitBegin is flushed before the wrapped submit runs (as

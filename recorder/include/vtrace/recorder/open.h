@@ -21,6 +21,7 @@
 //   VTRACE_CAPTURE_WINDOW_MIB=M      at most M MiB of events and payloads held (default 256)
 //   VTRACE_CAPTURE_MAX_WINDOWS=K     at most K window files (default 4)
 //   VTRACE_CAPTURE_SIGNAL=0|1        SIGUSR1 writes a window (default 1)
+//   VTRACE_CAPTURE_CRASH=0|1         a fatal signal writes the window (default 1)
 //   VTRACE_CAPTURE_JOURNAL=0|1       keep the window on disk as it is recorded (crash safety;
 //                                    default 0)
 //   VTRACE_CAPTURE_TRIGGER_ERRORS=kind,kind  calls failing with these error kinds (error_kind_name)
