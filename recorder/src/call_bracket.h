@@ -86,9 +86,6 @@ class Event {
                      fmt::format("{}: {}", rt::error_kind_name(e.kind()), e.message()));
     }
   }
-  void count_submit() { ++s_.submits; }
-  void count_upload(std::uint64_t bytes) { s_.upload_bytes += bytes; }
-  void count_readback(std::uint64_t bytes) { s_.readback_bytes += bytes; }
 
  private:
   friend class Call;

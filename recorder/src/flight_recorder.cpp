@@ -9,6 +9,7 @@
 
 #include "vtrace/schema/byte_io.h"
 #include "vtrace/schema/events.h"
+#include "vtrace/schema/trace_summary.h"
 
 namespace vtrace::recorder {
 
@@ -678,8 +679,6 @@ schema::TraceResult<std::filesystem::path> FlightRecorder::write_window(
       out.push_back(renumbered(*held, start.first_seq, prologue_events));
     }
   }
-  flatbuffers::FlatBufferBuilder fbb(1024);
-
   const std::uint32_t number = windows_written_ + 1;
   WindowRecordValues w;
   w.trigger = std::string(flight_trigger_name(trigger.kind));
@@ -703,50 +702,14 @@ schema::TraceResult<std::filesystem::path> FlightRecorder::write_window(
   if (!writer) return refuse(writer.error());
 
   // The summary, from the window's own events.
-  std::map<fb::EventBody, std::uint64_t> counts;
-  std::uint64_t submits = 0, upload_bytes = 0, readback_bytes = 0;
-  std::optional<fb::Counters> last_counters;
+  schema::SummaryTally summary;
   for (const auto& o : out) {
     if (auto put = put_event(**writer, o); !put) return refuse(put.error());
-    ++counts[o.type];
-    const auto* event = flatbuffers::GetRoot<fb::Event>(o.bytes.data());
-    if (o.type == fb::EventBody::SubmitBegin) ++submits;
-    if (o.type == fb::EventBody::EncodeUpload &&
-        event->body_as_EncodeUpload()->error() == nullptr) {
-      upload_bytes += event->body_as_EncodeUpload()->payload_bytes();
-    }
-    if (o.type == fb::EventBody::Readback && event->body_as_Readback()->error() == nullptr) {
-      readback_bytes += event->body_as_Readback()->payload_bytes();
-    }
-    if (o.type == fb::EventBody::CounterSnapshot) {
-      last_counters = *event->body_as_CounterSnapshot()->counters();
-    }
+    summary.add(*flatbuffers::GetRoot<fb::Event>(o.bytes.data()));
   }
-  std::vector<std::pair<std::string_view, std::uint64_t>> named;
-  for (const auto& [type, count] : counts) named.emplace_back(schema::event_kind_name(type), count);
-  std::sort(named.begin(), named.end());
-  std::vector<flatbuffers::Offset<fb::EventKindCount>> count_v;
-  for (const auto& [name, count] : named) {
-    count_v.push_back(
-        fb::CreateEventKindCount(fbb, fbb.CreateString(name.data(), name.size()), count));
+  if (auto closed = (*writer)->close(summary.finish((*writer)->stats())); !closed) {
+    return refuse(closed.error());
   }
-  const auto counts_offset = fbb.CreateVector(count_v);
-  const auto stats = (*writer)->stats();
-  fb::TraceSummaryBuilder sb(fbb);
-  sb.add_event_counts(counts_offset);
-  if (last_counters) sb.add_final_counters(&*last_counters);
-  sb.add_events(out.size());
-  sb.add_blobs(stats.blobs);
-  sb.add_blob_references(stats.blob_references);
-  sb.add_payload_raw_bytes(stats.payload_raw_bytes);
-  sb.add_payload_referenced_bytes(stats.payload_referenced_bytes);
-  sb.add_submits(submits);
-  sb.add_readback_bytes(readback_bytes);
-  sb.add_upload_bytes(upload_bytes);
-  fbb.Finish(sb.Finish());
-  const std::vector<std::uint8_t> summary(fbb.GetBufferPointer(),
-                                          fbb.GetBufferPointer() + fbb.GetSize());
-  if (auto closed = (*writer)->close(summary); !closed) return refuse(closed.error());
   ++windows_written_;
   return path;
 }

@@ -107,17 +107,16 @@ std::uint64_t RecordingRuntime::State::emit_locked(fb::EventBody type,
   if (flight) {
     flight->on_event(this_seq, type, std::span(fbb.GetBufferPointer(), fbb.GetSize()));
     fbb.Clear();
-    ++event_counts[static_cast<std::size_t>(type)];
     ++seq;
     return this_seq;
   }
   auto appended = writer->append_event(std::span(fbb.GetBufferPointer(), fbb.GetSize()));
+  if (appended) tally.add(*flatbuffers::GetRoot<fb::Event>(fbb.GetBufferPointer()));
   fbb.Clear();
   if (!appended) {
     fail_locked(appended.error());
     return this_seq;
   }
-  ++event_counts[static_cast<std::size_t>(type)];
   ++seq;
   return this_seq;
 }
@@ -174,41 +173,9 @@ RecorderCloseResult RecordingRuntime::State::close_locked(const CloseReason& rea
 }
 
 std::vector<std::uint8_t> RecordingRuntime::State::build_summary_locked(const CloseReason& reason) {
-  fbb.Clear();
-  std::vector<flatbuffers::Offset<fb::EventKindCount>> counts;
-  std::vector<std::pair<std::string_view, std::uint64_t>> named;
-  for (std::size_t i = 0; i < detail::kEventKinds; ++i) {
-    if (event_counts[i] == 0) continue;
-    named.emplace_back(schema::event_kind_name(static_cast<fb::EventBody>(i)), event_counts[i]);
-  }
-  std::sort(named.begin(), named.end());
-  for (const auto& [name, count] : named) {
-    counts.push_back(
-        fb::CreateEventKindCount(fbb, fbb.CreateString(name.data(), name.size()), count));
-  }
-  auto counts_v = fbb.CreateVector(counts);
-  const auto final_counters = product_counters();
-  std::optional<fb::Counters> fc;
-  if (final_counters) fc = to_fb(*final_counters);
-  const auto stats = writer->stats();
-  flatbuffers::Offset<flatbuffers::String> interrupted_by;
-  if (!reason.interrupted_by.empty()) interrupted_by = fbb.CreateString(reason.interrupted_by);
-  fb::TraceSummaryBuilder b(fbb);
-  b.add_event_counts(counts_v);
-  if (fc) b.add_final_counters(&*fc);
-  b.add_events(seq);
-  b.add_blobs(stats.blobs);
-  b.add_blob_references(stats.blob_references);
-  b.add_payload_raw_bytes(stats.payload_raw_bytes);
-  b.add_payload_referenced_bytes(stats.payload_referenced_bytes);
-  b.add_submits(submits);
-  b.add_readback_bytes(readback_bytes);
-  b.add_upload_bytes(upload_bytes);
-  if (!interrupted_by.IsNull()) b.add_interrupted_by(interrupted_by);
-  fbb.Finish(b.Finish());
-  std::vector<std::uint8_t> out(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
-  fbb.Clear();
-  return out;
+  std::optional<fb::Counters> final_counters;
+  if (const auto c = product_counters()) final_counters = to_fb(*c);
+  return tally.finish(writer->stats(), final_counters, reason.interrupted_by);
 }
 
 }  // namespace vtrace::recorder

@@ -20,6 +20,7 @@
 #include "vtrace/recorder/recording_runtime.h"
 #include "vtrace/schema/events.h"
 #include "vtrace/schema/objects.h"
+#include "vtrace/schema/trace_summary.h"
 
 namespace vtrace::recorder {
 
@@ -36,8 +37,6 @@ inline constexpr Kind kCommand = Kind::kCommand;
 inline constexpr Kind kFence = Kind::kFence;
 inline constexpr Kind kSession = Kind::kImportSession;
 inline constexpr std::size_t kKindCount = schema::kObjectKindCount;
-
-inline constexpr std::size_t kEventKinds = static_cast<std::size_t>(fb::EventBody::MAX) + 1;
 
 // The blob encoding hint: the element size when the bytes are whole elements of 1, 2 or 4 bytes.
 inline std::uint32_t element_bytes_for(rt::ElementType type, std::size_t bytes) {
@@ -193,10 +192,7 @@ struct RecordingRuntime::State {
   std::array<std::uint64_t, detail::kKindCount> next_own{};
   std::array<std::uint64_t, detail::kKindCount> next_foreign{};
   std::array<std::unordered_map<const void*, std::uint64_t>, detail::kKindCount> foreign;
-  std::array<std::uint64_t, detail::kEventKinds> event_counts{};
-  std::uint64_t submits = 0;
-  std::uint64_t upload_bytes = 0;
-  std::uint64_t readback_bytes = 0;
+  schema::SummaryTally tally;  // full mode: the summary of the events written
 
   // Flight mode: what the checkpoints moved on the wrapped runtime's counters; the trigger fired
   // during the current call; the SIGUSR1 count already acted on; the counter threshold, once.

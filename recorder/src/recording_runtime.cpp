@@ -287,7 +287,6 @@ rt::Result<rt::CommandPtr> RecordingRuntime::encode_upload(std::span<const std::
                 b.add_destination_offset_bytes(destination_offset_bytes);
                 if (ordinal) b.add_command(*ordinal);
                 b.add_error(err);
-                e.count_upload(source.size());
                 return b.Finish();
               });
   return call.wrap<detail::RecordedCommand>(std::move(r), ordinal);
@@ -404,7 +403,6 @@ std::uint64_t submit_begin(Call& call, const rt::Stream& stream, const rt::Comma
           b.add_guarded(true);
           b.add_guard_maximum_commands(guard->maximum_commands);
         }
-        e.count_submit();
         return b.Finish();
       });
   if (call.options().flush_before_submit) call.flush();
@@ -526,7 +524,6 @@ rt::Result<std::vector<std::uint8_t>> RecordingRuntime::readback(
         if (payload) b.add_payload(&*payload);
         b.add_payload_bytes(r ? r->size() : 0);
         b.add_error(err);
-        if (r) e.count_readback(r->size());
         return b.Finish();
       });
   call.counters(seq, counters);

@@ -5,13 +5,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <map>
 #include <string_view>
 
 #include "container_internal.h"
 #include "vtrace/schema/event_links.h"
 #include "vtrace/schema/events.h"
 #include "vtrace/schema/trace_reader.h"
+#include "vtrace/schema/trace_summary.h"
 
 namespace vtrace::schema {
 namespace {
@@ -30,55 +30,6 @@ class BorrowedSource final : public ByteSource {
 
  private:
   const ByteSource& inner_;
-};
-
-// The summary the recorder would have written for the events kept (recorder_state.cpp's
-// build_summary_locked), from the events themselves.
-class SummaryBuilder {
- public:
-  void add(const fb::Event& event, const EventLinks& links,
-           const std::vector<std::uint64_t>& payload_sizes) {
-    ++events_;
-    ++counts_[std::string(event_kind_name(event))];
-    blob_references_ += links.payloads.size();
-    for (const std::uint64_t n : payload_sizes) referenced_bytes_ += n;
-    if (event.body_as_SubmitBegin() != nullptr) ++submits_;
-    if (const auto* u = event.body_as_EncodeUpload()) upload_bytes_ += u->payload_bytes();
-    if (const auto* r = event.body_as_Readback(); r != nullptr && r->payload() != nullptr) {
-      readback_bytes_ += r->payload_bytes();
-    }
-    if (const auto* c = event.body_as_CounterSnapshot(); c != nullptr && c->counters() != nullptr) {
-      final_counters_ = *c->counters();
-    }
-  }
-
-  std::vector<std::uint8_t> finish(const TraceWriteStats& stats) const {
-    flatbuffers::FlatBufferBuilder fbb;
-    std::vector<flatbuffers::Offset<fb::EventKindCount>> counts;
-    for (const auto& [name, count] : counts_) {  // std::map: sorted by name, as the recorder does
-      counts.push_back(fb::CreateEventKindCount(fbb, fbb.CreateString(name), count));
-    }
-    auto counts_v = fbb.CreateVector(counts);
-    fb::TraceSummaryBuilder b(fbb);
-    b.add_event_counts(counts_v);
-    if (final_counters_) b.add_final_counters(&*final_counters_);
-    b.add_events(events_);
-    b.add_blobs(stats.blobs);
-    b.add_blob_references(blob_references_);
-    b.add_payload_raw_bytes(stats.payload_raw_bytes);
-    b.add_payload_referenced_bytes(referenced_bytes_);
-    b.add_submits(submits_);
-    b.add_readback_bytes(readback_bytes_);
-    b.add_upload_bytes(upload_bytes_);
-    fbb.Finish(b.Finish());
-    return {fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize()};
-  }
-
- private:
-  std::uint64_t events_ = 0, blob_references_ = 0, referenced_bytes_ = 0, submits_ = 0;
-  std::uint64_t upload_bytes_ = 0, readback_bytes_ = 0;
-  std::map<std::string, std::uint64_t> counts_;
-  std::optional<fb::Counters> final_counters_;
 };
 
 TraceResult<RepairReport> copy_intact(const ByteSource& source, const OpenOutput& open_output,
@@ -277,13 +228,11 @@ TraceResult<RepairReport> repair_trace(const ByteSource& source, const OpenOutpu
   if (!sink) return std::unexpected(sink.error());
   auto writer = TraceWriter::create(std::move(*sink), in.header(), options.writer);
   if (!writer) return std::unexpected(writer.error());
-  SummaryBuilder summary;
+  SummaryTally summary;
   std::optional<TraceError> failure;
   auto copied = in.visit_events(0, keep, [&](std::uint64_t, std::span<const std::uint8_t> e) {
     const fb::Event& event = *event_of(e);
-    const EventLinks links = event_links(event);
-    std::vector<std::uint64_t> sizes;
-    for (const BlobId& id : links.payloads) {
+    for (const BlobId& id : event_links(event).payloads) {
       auto bytes = in.blob(id);
       if (!bytes) {
         failure = bytes.error();
@@ -294,13 +243,12 @@ TraceResult<RepairReport> repair_trace(const ByteSource& source, const OpenOutpu
         failure = put.error();
         return false;
       }
-      sizes.push_back(bytes->size());
     }
     if (auto appended = (*writer)->append_event(e); !appended) {
       failure = appended.error();
       return false;
     }
-    summary.add(event, links, sizes);
+    summary.add(event);
     return true;
   });
   if (!copied) return std::unexpected(copied.error());
