@@ -11,6 +11,7 @@
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "recorder_test_support.h"
@@ -605,7 +606,8 @@ namespace {
 
 // Forwards to the reference runtime; its `at`-th submit dies of `signal` before it runs:
 // raise() for SIGSEGV and SIGBUS (a real fault would be undefined behaviour here), abort() for
-// SIGABRT.
+// SIGABRT, and SIGFPE raised on a worker thread of the runtime while the calling thread waits
+// (as a kernel's thread pool would crash).
 class DyingRuntime final : public rt::ForwardingRuntime {
  public:
   DyingRuntime(std::uint64_t at, int signal)
@@ -614,7 +616,12 @@ class DyingRuntime final : public rt::ForwardingRuntime {
                                                                  rt::CommandBatch b) override {
     if (++submits_ == at_) {
       if (signal_ == SIGABRT) std::abort();
-      ::raise(signal_);
+      if (signal_ == SIGFPE) {
+        std::thread worker([] { ::raise(SIGFPE); });
+        worker.join();
+      } else {
+        ::raise(signal_);
+      }
     }
     return ForwardingRuntime::submit(s, std::move(b));
   }
@@ -634,7 +641,7 @@ TEST_CASE("flight: a process that dies of a fatal signal inside a submit leaves 
   VTRACE_SKIP("the crash window is not run under ThreadSanitizer");
 #endif
   constexpr std::uint64_t kDieAt = 13;  // a decode step's submit
-  for (const int signal : {SIGSEGV, SIGABRT, SIGBUS}) {
+  for (const int signal : {SIGSEGV, SIGABRT, SIGBUS, SIGFPE}) {
     const auto dir = fresh_dir("vtrace_flight_crash_test");
     const pid_t pid = ::fork();
     REQUIRE(pid >= 0);
@@ -657,9 +664,10 @@ TEST_CASE("flight: a process that dies of a fatal signal inside a submit leaves 
     REQUIRE(std::filesystem::exists(dir / "w.vtrace"));
     const auto w = window_of(dir / "w.vtrace");
     CHECK(w.trigger == "crash");
-    CHECK(w.detail == std::string(signal == SIGSEGV   ? "SIGSEGV"
-                                  : signal == SIGABRT ? "SIGABRT"
-                                                      : "SIGBUS"));
+    CHECK(w.detail == (signal == SIGSEGV   ? "SIGSEGV"
+                       : signal == SIGABRT ? "SIGABRT"
+                       : signal == SIGBUS  ? "SIGBUS"
+                                           : "SIGFPE"));
     auto source = vtrace::schema::open_file_source(dir / "w.vtrace");
     REQUIRE(source.has_value());
     const auto trace = read_trace(std::move(*source));
