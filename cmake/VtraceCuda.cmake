@@ -6,7 +6,7 @@
 # /usr/local/cuda/bin/nvcc (the toolkit's default place, often not on PATH).
 # Architectures: CMAKE_CUDA_ARCHITECTURES, default 90 (H100/H200). `native` is refused: it needs
 # a GPU at configure time, and the build must configure the same on a machine without one.
-# Sets VTRACE_HAVE_CUDA (ON/OFF). The toolkit's targets CUDA::cudart_static and CUDA::cublas
+# Sets VTRACE_HAVE_CUDA (ON/OFF) and VTRACE_PC_CUDA_LIBS (vtrace.pc's CUDA libraries, or empty). The toolkit's targets CUDA::cudart_static and CUDA::cublas
 # come from find_package(CUDAToolkit).
 set(VTRACE_CUDA AUTO CACHE STRING "Build the CUDA runtimes: AUTO, ON or OFF")
 set_property(CACHE VTRACE_CUDA PROPERTY STRINGS AUTO ON OFF)
@@ -15,6 +15,7 @@ if(NOT VTRACE_CUDA MATCHES "^(AUTO|ON|OFF)$")
 endif()
 
 set(VTRACE_HAVE_CUDA OFF)
+set(VTRACE_PC_CUDA_LIBS "")
 if(NOT VTRACE_CUDA STREQUAL "OFF")
   include(CheckLanguage)
   if(NOT CMAKE_CUDA_COMPILER AND NOT DEFINED ENV{CUDACXX} AND EXISTS /usr/local/cuda/bin/nvcc)
@@ -36,6 +37,8 @@ if(NOT VTRACE_CUDA STREQUAL "OFF")
     find_package(CUDAToolkit)
     if(CUDAToolkit_FOUND AND TARGET CUDA::cublas AND TARGET CUDA::cudart_static)
       set(VTRACE_HAVE_CUDA ON)
+      # vtrace.pc's Libs after -lvtrace_runtime (cmake/vtrace.pc.in).
+      set(VTRACE_PC_CUDA_LIBS "-lvtrace_runtime_cuda -lvtrace_runtime -L${CUDAToolkit_LIBRARY_DIR} -lcudart_static -lcublas -ldl -lrt ")
     endif()
   endif()
   if(NOT VTRACE_HAVE_CUDA)

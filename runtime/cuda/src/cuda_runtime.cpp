@@ -29,6 +29,7 @@
 #include <variant>
 #include <vector>
 
+#include "cublas_linear.h"
 #include "kernels.h"
 #include "vtrace/runtime/contract.h"
 #include "vtrace/runtime/fingerprint.h"
@@ -560,20 +561,10 @@ std::optional<RuntimeError> CudaRuntime::run_cublas(const std::uint8_t* input,
                                                     std::uint8_t* output,
                                                     const contract::DenseLinearLaunchShape& shape,
                                                     cudaStream_t stream) {
-  if (const cublasStatus_t status = cublasSetStream(cublas_, stream);
-      status != CUBLAS_STATUS_SUCCESS) {
-    return internal(cublas_failure("cublasSetStream", status));
-  }
-  // Column-major view of the row-major operands: C (out x rows, ldc out) = W^T(in x out)^T *
-  // X (in x rows): W is `in x out` column-major with ld in, transposed; X is `in x rows`.
-  const auto m = static_cast<int>(shape.out_features);
-  const auto n = static_cast<int>(shape.rows);
-  const auto k = static_cast<int>(shape.in_features);
-  const float alpha = 1.0f;
-  const float beta = 0.0f;
-  const cublasStatus_t status = cublasGemmEx(
-      cublas_, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, &alpha, weight, CUDA_R_16F, k, input, CUDA_R_16F,
-      k, &beta, output, CUDA_R_16F, m, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+  // encode_dense_linear refused dimensions past int.
+  const cublasStatus_t status = cublas_dense_linear(
+      cublas_, input, weight, output, static_cast<int>(shape.rows),
+      static_cast<int>(shape.in_features), static_cast<int>(shape.out_features), stream);
   if (status != CUBLAS_STATUS_SUCCESS) return internal(cublas_failure("cublasGemmEx", status));
   return std::nullopt;
 }

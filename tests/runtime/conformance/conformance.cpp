@@ -142,6 +142,11 @@ std::size_t wrong_elements(std::span<const std::uint8_t> actual,
   return wrong;
 }
 
+std::string test_data_dir() {
+  const char* dir = std::getenv("VTRACE_TEST_DATA_DIR");
+  return dir != nullptr && *dir != '\0' ? std::string(dir) : std::string(VTRACE_TEST_DATA_DIR);
+}
+
 std::string runtime_name() {
   const char* name = std::getenv("VTRACE_CONFORMANCE_RUNTIME");
   if (name == nullptr || *name == '\0') {

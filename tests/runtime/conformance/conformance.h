@@ -71,6 +71,10 @@ std::vector<std::uint8_t> splitk_model(std::span<const std::uint8_t> input,
 std::size_t wrong_elements(std::span<const std::uint8_t> actual,
                            std::span<const std::uint8_t> expected);
 
+// tests/data: the environment variable VTRACE_TEST_DATA_DIR when set (scripts/gpu-check.sh runs
+// a carried binary in another checkout), else the source tree's, compiled in.
+std::string test_data_dir();
+
 // The name in VTRACE_CONFORMANCE_RUNTIME; fails the test when it is unset.
 std::string runtime_name();
 // The traits of the runtime under test; fails the test when the suite has none for it.

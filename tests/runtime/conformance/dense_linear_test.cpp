@@ -346,7 +346,7 @@ TEST_CASE("all shared dense-linear vectors match through the runtime",
           "[conformance][dense_linear][vectors]") {
   VTRACE_CONFORMANCE_OPEN(runtime, "device.conformance.0");
   const RuntimeTraits& t = traits();
-  auto file = vtrace::testing::open_fixture(VTRACE_TEST_DATA_DIR "/vectors/dense_linear_f16.jsonl");
+  auto file = vtrace::testing::open_fixture(test_data_dir() + "/vectors/dense_linear_f16.jsonl");
   auto stream = stream_of(*runtime);
   std::size_t cases = 0;
   std::size_t nan_outputs = 0;
