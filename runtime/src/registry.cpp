@@ -34,8 +34,9 @@ Result<std::unique_ptr<DeviceRuntime>> RuntimeRegistry::open(
     return std::unexpected(RuntimeError(
         ErrorKind::kUnknownRuntime,
         "unknown runtime `" + std::string(name) + "`" +
-            (missing_cuda ? " (this build has no CUDA runtime: CMake found no CUDA compiler)"
-                          : "") +
+            (missing_cuda
+                 ? " (this build has no CUDA runtime: it was configured without the CUDA toolkit)"
+                 : "") +
             "; known runtimes: " + known));
   }
   return found->second.factory(options);

@@ -138,8 +138,8 @@ TEST_CASE(
       CHECK(opened.error().kind() == ErrorKind::kUnknownRuntime);
       CHECK(opened.error().message().starts_with(
           "unknown runtime `" + name +
-          "` (this build has no CUDA runtime: CMake found no CUDA "
-          "compiler); known runtimes: "));
+          "` (this build has no CUDA runtime: it was configured without the CUDA "
+          "toolkit); known runtimes: "));
     } else if (!opened) {
       // No usable device here: one sentence naming the runtime and CUDA's answer.
       CHECK(opened.error().kind() == ErrorKind::kRuntimeUnavailable);
