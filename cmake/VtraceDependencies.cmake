@@ -5,6 +5,8 @@
 #   Threads, fmt 9, nlohmann_json 3, FlatBuffers 2.0.8 (exactly)   their CMake packages
 #   zstd    its CMake package when it has one (zstd::libzstd_shared), else pkg-config's libzstd
 #   xxhash  xxhash.h and libxxhash (Debian ships no CMake package for it)
+#   CUDAToolkit (cudart, cuBLAS) for a package built with the CUDA runtimes (VTRACE_HAVE_CUDA; the
+#           build itself finds it in cmake/VtraceCuda.cmake)
 # The libraries link two imported targets defined here, whichever way zstd and xxhash were found,
 # so the exported link interface names the same targets on every machine:
 #   vtrace_zstd    zstd (VTRACE_ZSTD_TARGET names it, for the callers that use the variable)
@@ -69,4 +71,8 @@ if(NOT TARGET vtrace_xxhash)
   add_library(vtrace_xxhash INTERFACE IMPORTED)
   target_include_directories(vtrace_xxhash SYSTEM INTERFACE ${XXHASH_INCLUDE_DIR})
   target_link_libraries(vtrace_xxhash INTERFACE ${XXHASH_LIBRARY})
+endif()
+
+if(VTRACE_HAVE_CUDA AND VTRACE_DEPENDENCY_MODE STREQUAL "FIND_DEPENDENCY")
+  find_dependency(CUDAToolkit)
 endif()

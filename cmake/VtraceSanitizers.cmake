@@ -16,11 +16,12 @@ elseif(NOT VTRACE_SANITIZE STREQUAL "")
   message(FATAL_ERROR "VTRACE_SANITIZE is `${VTRACE_SANITIZE}`: use address, thread or nothing")
 endif()
 if(VTRACE_SANITIZER_FLAGS)
-  add_compile_options(${VTRACE_SANITIZER_FLAGS})
+  # C and C++ only: nvcc does not take them (the CUDA kernels are not instrumented).
+  add_compile_options("$<$<COMPILE_LANGUAGE:C,CXX>:${VTRACE_SANITIZER_FLAGS}>")
   add_link_options(${VTRACE_SANITIZER_FLAGS})
   # GCC 12's -Wmaybe-uninitialized misfires on instrumented code (libstdc++'s <regex>, reached
   # from catch.hpp, at -O1 with -fsanitize=address,undefined). The plain build keeps the warning.
   if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
-    add_compile_options(-Wno-maybe-uninitialized)
+    add_compile_options($<$<COMPILE_LANGUAGE:C,CXX>:-Wno-maybe-uninitialized>)
   endif()
 endif()

@@ -9,11 +9,12 @@ option(VTRACE_WERROR "Treat warnings as errors" OFF)
 
 function(vtrace_target_defaults target)
   target_compile_features(${target} PUBLIC cxx_std_23)
-  target_compile_options(${target} PRIVATE
+  # C++ sources only: a target's CUDA sources (runtime/cuda/) get nvcc's flags there.
+  target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:
     -Wall -Wextra -Wpedantic -Wshadow -Wconversion -Wsign-conversion -Wnon-virtual-dtor
     -Wold-style-cast -Woverloaded-virtual -Wimplicit-fallthrough
-    -ffp-contract=off)
+    -ffp-contract=off>)
   if(VTRACE_WERROR)
-    target_compile_options(${target} PRIVATE -Werror)
+    target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Werror>)
   endif()
 endfunction()

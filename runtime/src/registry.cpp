@@ -2,8 +2,19 @@
 
 #include "vtrace/runtime/cpu/cpu_runtime.h"
 #include "vtrace/runtime/reference/reference_runtime.h"
+#ifdef VTRACE_HAVE_CUDA
+#include "vtrace/runtime/cuda/cuda_runtime.h"
+#endif
 
 namespace vtrace::runtime {
+
+bool built_with_cuda() {
+#ifdef VTRACE_HAVE_CUDA
+  return true;
+#else
+  return false;
+#endif
+}
 
 void RuntimeRegistry::add(std::string name, std::string summary, RuntimeFactory factory) {
   entries_.insert_or_assign(std::move(name), Entry{std::move(summary), std::move(factory)});
@@ -18,9 +29,15 @@ Result<std::unique_ptr<DeviceRuntime>> RuntimeRegistry::open(
       known += known.empty() ? "" : ", ";
       known += entry_name;
     }
+    // A CUDA runtime's name in a build without the toolkit says why it is missing.
+    const bool missing_cuda = !built_with_cuda() && (name == "cuda" || name == "cuda-cublas");
     return std::unexpected(RuntimeError(
         ErrorKind::kUnknownRuntime,
-        "unknown runtime `" + std::string(name) + "`; known runtimes: " + known));
+        "unknown runtime `" + std::string(name) + "`" +
+            (missing_cuda
+                 ? " (this build has no CUDA runtime: it was configured without the CUDA toolkit)"
+                 : "") +
+            "; known runtimes: " + known));
   }
   return found->second.factory(options);
 }
@@ -84,6 +101,9 @@ RuntimeRegistry build_default_registry() {
                "host runtime with a BLAS-like split-k reduction (k blocks of 256, pairwise tree): "
                "drifts from the reference",
                cpu_factory(cpu::CpuReduction::kSplitK));
+#ifdef VTRACE_HAVE_CUDA
+  cuda::register_cuda_runtimes(registry);
+#endif
   return registry;
 }
 

@@ -5,13 +5,13 @@
 // Everything the reference shares with every runtime (the error table of spec 7.7, precedence,
 // counters, streams, fences, readback, attribution, numerics, the optional defaults) is tested
 // for every registered runtime by the conformance suite (tests/runtime/conformance/).
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <limits>
+#include <string>
 
-#include "runtime_test_support.h"
 #include "host/instance_counters.h"
+#include "runtime_test_support.h"
 #include "vtrace/runtime/registry.h"
 
 using namespace vtrace::runtime;
@@ -123,6 +123,39 @@ TEST_CASE("aligned storage starts aligned and holds the whole request for every 
   const auto snapshot = runtime->snapshot();
   CHECK(snapshot.allocations == 5);
   CHECK(snapshot.live_allocations == 0);
+}
+
+TEST_CASE(
+    "cuda and cuda-cublas are registered exactly in a CUDA build and say why when they cannot open",
+    "[runtime][registry][cuda]") {
+  const RuntimeRegistry& registry = default_registry();
+  for (const std::string name : {"cuda", "cuda-cublas"}) {
+    INFO(name << (built_with_cuda() ? " in a CUDA build" : " in a build without CUDA"));
+    CHECK(registry.contains(name) == built_with_cuda());
+    const auto opened = registry.open(name, {.device_id = "device.registry.cuda.0"});
+    if (!built_with_cuda()) {
+      REQUIRE_FALSE(opened.has_value());
+      CHECK(opened.error().kind() == ErrorKind::kUnknownRuntime);
+      CHECK(opened.error().message().starts_with(
+          "unknown runtime `" + name +
+          "` (this build has no CUDA runtime: it was configured without the CUDA "
+          "toolkit); known runtimes: "));
+    } else if (!opened) {
+      // No usable device here: one sentence naming the runtime and CUDA's answer.
+      CHECK(opened.error().kind() == ErrorKind::kRuntimeUnavailable);
+      CHECK(opened.error().message().starts_with(name + ": no CUDA device is available ("));
+      CHECK(opened.error().message().find('\n') == std::string::npos);
+    } else {
+      // A GPU is here: the descriptor is the GPU's.
+      CHECK((*opened)->descriptor().device_class == DeviceClass::kAccelerator);
+      CHECK((*opened)->descriptor().total_memory_bytes > 0);
+      CHECK((*opened)->descriptor().id.str() == "device.registry.cuda.0");
+    }
+  }
+  // Other names are unknown without the CUDA sentence.
+  const auto unknown = registry.open("cudax");
+  REQUIRE_FALSE(unknown.has_value());
+  CHECK(unknown.error().message().find("CUDA") == std::string::npos);
 }
 
 TEST_CASE("the default registry opens the reference runtime and names the known ones on a miss",

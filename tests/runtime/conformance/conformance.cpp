@@ -37,6 +37,17 @@ constexpr RuntimeTraits kTraits[] = {
      .model = splitk_model,
      .fences_terminal_at_submit = false,
      .reference_messages = false},
+    {.name = "cuda",
+     .bit_exact = true,
+     .model = reference_model,
+     .fences_terminal_at_submit = false,
+     .reference_messages = false},
+    {.name = "cuda-cublas",
+     .bit_exact = false,
+     .model = reference_model,
+     .fences_terminal_at_submit = false,
+     .reference_messages = false,
+     .approximate = true},
 };
 
 float load_f32(std::span<const std::uint8_t> bytes, std::size_t element) {
@@ -98,6 +109,42 @@ std::vector<std::uint8_t> splitk_model(std::span<const std::uint8_t> input,
     }
   }
   return output;
+}
+
+std::size_t wrong_elements(std::span<const std::uint8_t> actual,
+                           std::span<const std::uint8_t> expected) {
+  const bool approximate = traits().approximate;
+  const auto value = [](std::uint16_t bits) {
+    const float v = rt::f16_to_f32(bits);
+    return std::isinf(v) ? std::copysign(65536.0f, v) : v;
+  };
+  std::size_t wrong = actual.size() == expected.size() ? 0 : 1;
+  for (std::size_t e = 0; e < std::min(actual.size(), expected.size()) / 2; ++e) {
+    const std::uint16_t a = load_u16(actual, e);
+    const std::uint16_t x = load_u16(expected, e);
+    if (a == x) continue;
+    if (!approximate) {
+      ++wrong;
+      continue;
+    }
+    if (is_f16_nan(a) && is_f16_nan(x)) continue;
+    if (is_f16_nan(a) || is_f16_nan(x)) {
+      ++wrong;
+      continue;
+    }
+    const float va = value(a);
+    const float vx = value(x);
+    const float larger = std::max(std::fabs(va), std::fabs(vx));
+    // One f16 ulp at `larger` (2^-24 below the normal range).
+    const float ulp = larger < 0x1p-14f ? 0x1p-24f : std::ldexp(1.0f, std::ilogb(larger) - 10);
+    if (std::fabs(va - vx) > 8.0f * ulp + 0x1p-14f) ++wrong;
+  }
+  return wrong;
+}
+
+std::string test_data_dir() {
+  const char* dir = std::getenv("VTRACE_TEST_DATA_DIR");
+  return dir != nullptr && *dir != '\0' ? std::string(dir) : std::string(VTRACE_TEST_DATA_DIR);
 }
 
 std::string runtime_name() {

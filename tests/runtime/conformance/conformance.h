@@ -46,6 +46,9 @@ struct RuntimeTraits {
   bool fences_terminal_at_submit = false;
   // Error messages, device-report code and admission texts are the reference's (spec 7.7).
   bool reference_messages = false;
+  // Dense-linear outputs are only close to the model's (cuda-cublas: cuBLAS's summation order is
+  // its own and undocumented): checked with wrong_elements' tolerance, not bit for bit.
+  bool approximate = false;
 };
 
 // The scalar models, written from the documented orders (independent of the runtime code).
@@ -59,6 +62,18 @@ inline constexpr std::size_t kSplitKModelBlock = 256;
 std::vector<std::uint8_t> splitk_model(std::span<const std::uint8_t> input,
                                        std::span<const std::uint8_t> weight, std::size_t rows,
                                        std::size_t in_features, std::size_t out_features);
+
+// The f16 elements of `actual` that the runtime under test gets wrong against `expected` (its
+// model's answer), plus one if the sizes differ. Exact runtimes: any differing bits. Approximate
+// runtimes: an element is right when both are NaN, or both equal, or, with an infinity counted
+// as 65536 (the first f16 value past the largest), |a - e| <= 8 f16 ulps of max(|a|, |e|) +
+// 2^-14: a few roundings of f32 partial sums and the one f16 rounding, never a wrong value.
+std::size_t wrong_elements(std::span<const std::uint8_t> actual,
+                           std::span<const std::uint8_t> expected);
+
+// tests/data: the environment variable VTRACE_TEST_DATA_DIR when set (scripts/gpu-check.sh runs
+// a carried binary in another checkout), else the source tree's, compiled in.
+std::string test_data_dir();
 
 // The name in VTRACE_CONFORMANCE_RUNTIME; fails the test when it is unset.
 std::string runtime_name();

@@ -59,7 +59,12 @@ class RuntimeRegistry {
   std::map<std::string, Entry, std::less<>> entries_;
 };
 
-// The registry of the runtimes built into this library: "reference", "cpu", "cpu-splitk".
+// Whether this build has the CUDA runtimes (CMake found the CUDA toolkit: docs/CUDA.md).
+bool built_with_cuda();
+
+// The registry of the runtimes built into this library: "reference", "cpu", "cpu-splitk", and
+// in a CUDA build "cuda" and "cuda-cublas" (runtime/cuda/). In a build without CUDA, opening
+// "cuda" or "cuda-cublas" fails with kUnknownRuntime saying the build has no CUDA runtime.
 const RuntimeRegistry& default_registry();
 
 }  // namespace vtrace::runtime

@@ -1,0 +1,214 @@
+#!/usr/bin/env bash
+# The GPU check of the CUDA runtimes (docs/CUDA.md), in two steps:
+#
+#   scripts/gpu-check.sh build   here (the development machine, with nvcc and our Debian -dev
+#                                packages): a Release CUDA build in build-gpu/ and the carry set
+#                                in build-gpu/carry/ (vtrace, runtime_conformance_test,
+#                                vtrace_bench, and in carry/lib the non-system shared libraries
+#                                they need); checks its size (at most 64 MiB) and, with ldd, that
+#                                every shared library needed is glibc's, libstdc++/libgcc, CUDA's
+#                                (cudart, cuBLAS) or one carried in carry/lib. Exit 0 or 1.
+#   scripts/gpu-check.sh run     there (the GPU machine: CUDA 13, no -dev packages, no network),
+#                                from the repository root with build-gpu/carry carried: checks up
+#                                front that a CUDA device is usable (else exit 4 with one
+#                                sentence), then runs the conformance suite on cuda and
+#                                cuda-cublas, records the decode workload on cuda, replays it on
+#                                reference and cpu and compares reference,cuda,cpu bitwise,
+#                                compares reference,cuda-cublas with --deep (the drift report and
+#                                its first divergence), extracts that command and replays the
+#                                repro on cuda-cublas (it must mismatch) and reference (it must
+#                                match), and runs the GPU benchmarks. Everything is written under
+#                                $OUT (default build-gpu/out). Exit 0 when every step did what it
+#                                must, 1 when one did not (the summary names it), 4 without a GPU.
+#
+# Each step has its own time limit; the whole run is planned for well under 8 minutes on an H200.
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 1
+build=${BUILD_DIR:-build-gpu}
+carry=$build/carry
+readonly kExitNoGpu=4
+readonly kCarryLimitBytes=$((64 * 1024 * 1024))
+
+die() {
+  echo "gpu-check: $*" >&2
+  exit 1
+}
+
+# Shared libraries a carried binary may take from the GPU machine: glibc's, the compiler's
+# runtime and CUDA's (the toolkit is installed there).
+system_library() {
+  case "$1" in
+    linux-vdso.so.* | ld-linux-x86-64.so.* | */ld-linux-x86-64.so.* | libc.so.* | libm.so.* | libpthread.so.* | libdl.so.* | \
+      librt.so.* | libstdc++.so.* | libgcc_s.so.* | libcublas.so.* | libcublasLt.so.* | libcudart.so.*)
+      return 0
+      ;;
+  esac
+  return 1
+}
+
+build_step() {
+  command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ] || die "no nvcc: the build step needs the CUDA toolkit"
+  local start=$SECONDS
+  # OpenBLAS (the CPU sgemm baseline of bench_dense_linear.cpp) is left out: it is not on the
+  # GPU machine and its benchmarks are not the GPU check's.
+  if [ ! -f "$build/build.ninja" ]; then
+    mkdir -p "$build"
+    cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DVTRACE_CUDA=ON \
+      -DVTRACE_WERROR=ON -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCHITECTURES:-90}" \
+      -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache \
+      -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache \
+      -DCMAKE_EXE_LINKER_FLAGS="-static-libstdc++ -static-libgcc" \
+      -DVTRACE_BENCH_OPENBLAS=OFF >"$build/configure.log" 2>&1 ||
+      { cat "$build/configure.log"; die "configure failed"; }
+  fi
+  cmake --build "$build" -j "${JOBS:-2}" --target vtrace runtime_conformance_test vtrace_bench ||
+    die "build failed"
+  echo "gpu-check build: built in $((SECONDS - start)) s"
+  rm -rf "$carry"
+  mkdir -p "$carry/lib"
+  cp "$build/cli/vtrace" "$build/tests/runtime/runtime_conformance_test" "$build/bench/vtrace_bench" "$carry/"
+  strip "$carry/vtrace" "$carry/runtime_conformance_test" "$carry/vtrace_bench"
+  local binary name path bad=()
+  for binary in "$carry/vtrace" "$carry/runtime_conformance_test" "$carry/vtrace_bench"; do
+    echo "$(basename "$binary") needs:"
+    while read -r name path; do
+      if system_library "$name"; then
+        echo "  $name (system or CUDA: $path)"
+      elif [ "$path" = NOTFOUND ] || [ -z "$path" ]; then
+        bad+=("$(basename "$binary"): $name (not found)")
+      else
+        case "$name" in
+          libzstd.so.* | libxxhash.so.* | libfmt.so.* | libbenchmark.so.*)
+            cp -L "$path" "$carry/lib/$name"
+            echo "  $name (carried in carry/lib, from $path)"
+            ;;
+          *) bad+=("$(basename "$binary"): $name ($path)") ;;
+        esac
+      fi
+    done < <(ldd "$binary" | awk '$2 == "=>" { print $1, ($3 == "not" ? "NOTFOUND" : $3) } $2 != "=>" { print $1, "" }')
+  done
+  [ ${#bad[@]} -eq 0 ] || die "libraries the GPU machine may lack, neither system, CUDA nor carried: ${bad[*]}"
+  local glibc
+  glibc=$(objdump -T "$carry"/vtrace "$carry"/runtime_conformance_test "$carry"/vtrace_bench 2>/dev/null |
+    grep -o 'GLIBC_[0-9.]*' | sort -V | tail -1)
+  local bytes
+  bytes=$(du -sb "$carry" | cut -f1)
+  echo "gpu-check build: carry set $carry: $bytes bytes ($((bytes / 1024 / 1024)) MiB), newest glibc symbol version $glibc"
+  ls -l "$carry" "$carry/lib"
+  [ "$bytes" -le "$kCarryLimitBytes" ] || die "the carry set is $bytes bytes, over the 64 MiB limit"
+  echo "gpu-check build: ready; on the GPU machine run: scripts/gpu-check.sh run (with $carry carried)"
+}
+
+# --- run ---------------------------------------------------------------------------------------
+
+failures=()
+# step NAME LIMIT_S EXPECTED_RC COMMAND...: runs COMMAND with its output in $out/NAME.log and
+# records a failure when it does not exit EXPECTED_RC (a limit hit counts as a failure).
+step() {
+  local name=$1 limit=$2 expected=$3
+  shift 3
+  local begin=$SECONDS rc
+  timeout "$limit" "$@" >"$out/$name.log" 2>&1
+  rc=$?
+  if [ "$rc" -eq "$expected" ]; then
+    echo "ok    $name ($((SECONDS - begin)) s, exit $rc)" | tee -a "$out/summary.txt"
+  else
+    echo "FAIL  $name ($((SECONDS - begin)) s, exit $rc, expected $expected): see $name.log" |
+      tee -a "$out/summary.txt"
+    tail -20 "$out/$name.log"
+    failures+=("$name")
+  fi
+  return 0
+}
+
+run_step() {
+  [ -x "$carry/vtrace" ] || die "no carried build in $carry: run 'scripts/gpu-check.sh build' first and carry it"
+  out=${OUT:-$build/out}
+  mkdir -p "$out"
+  : >"$out/summary.txt"
+  export LD_LIBRARY_PATH="$PWD/$carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  export VTRACE_TEST_DATA_DIR="$PWD/tests/data"
+  local vtrace=$carry/vtrace
+
+  # Up front: is a CUDA device usable? The cuda runtime itself answers (exit 3: unavailable).
+  local probe rc
+  probe=$("$vtrace" replay traces/contract-v1.2.vtrace --runtime cuda 2>&1)
+  rc=$?
+  if [ "$rc" -eq 3 ]; then
+    echo "gpu-check: no usable CUDA GPU here, nothing was run: $probe" | tee "$out/summary.txt" >&2
+    exit "$kExitNoGpu"
+  fi
+  command -v nvidia-smi >/dev/null && nvidia-smi >"$out/nvidia-smi.txt" 2>&1
+  echo "gpu-check run: GPU found; results under $out" | tee -a "$out/summary.txt"
+  [ "$rc" -eq 0 ] || { echo "FAIL  probe: the contract trace did not replay on cuda (exit $rc): $probe" | tee -a "$out/summary.txt"; failures+=(probe); }
+
+  local rt
+  for rt in cuda cuda-cublas; do
+    step "conformance-$rt" 180 0 env VTRACE_CONFORMANCE_RUNTIME="$rt" \
+      "$carry/runtime_conformance_test" --name "conformance-$rt" --durations yes
+  done
+
+  local trace=$out/decode-cuda.vtrace
+  step record-decode-cuda 120 0 "$vtrace" record --workload decode --runtime cuda -o "$trace"
+  step replay-on-reference 120 0 "$vtrace" replay "$trace" --runtime reference
+  step replay-on-cpu 120 0 "$vtrace" replay "$trace" --runtime cpu
+  step compare-reference-cuda-cpu 180 0 "$vtrace" compare "$trace" --runtimes reference,cuda,cpu \
+    --json "$out/compare-bitwise.json"
+  # cuBLAS drifts: compare exits 1 and names the first divergent command.
+  step drift-cublas 180 1 "$vtrace" compare "$trace" --runtimes reference,cuda-cublas --deep \
+    --json "$out/drift-cublas.json" --html "$out/drift-cublas.html"
+  local event=""
+  if [ -s "$out/drift-cublas.json" ]; then
+    event=$(python3 -c 'import json,sys
+d = json.load(open(sys.argv[1])).get("first_divergence")
+print(d["event"] if d else "")' "$out/drift-cublas.json" 2>>"$out/drift-cublas.log")
+  fi
+  if [ -n "$event" ]; then
+    echo "      first divergence of cuda-cublas: event $event" | tee -a "$out/summary.txt"
+    step extract-first-divergence 120 0 "$vtrace" extract "$trace" --event "$event" \
+      -o "$out/repro.vtrace" --json "$out/repro.json"
+    step repro-on-reference 60 0 "$vtrace" replay "$out/repro.vtrace" --runtime reference
+    step repro-on-cuda-cublas 60 1 "$vtrace" replay "$out/repro.vtrace" --runtime cuda-cublas
+  else
+    echo "FAIL  drift-cublas: no first divergence in drift-cublas.json" | tee -a "$out/summary.txt"
+    failures+=(first-divergence)
+  fi
+
+  step bench-cuda 180 0 "$carry/vtrace_bench" --benchmark_filter=CudaDenseLinear \
+    --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
+    --benchmark_out="$out/bench-cuda.json" --benchmark_out_format=json
+  if [ -s "$out/bench-cuda.json" ]; then
+    # The strict kernel against cuBLAS per shape (median times), with the counters.
+    python3 - "$out/bench-cuda.json" <<'PY' | tee -a "$out/summary.txt"
+import json, sys
+runs = [b for b in json.load(open(sys.argv[1]))["benchmarks"] if b.get("aggregate_name") == "median"]
+by = {}
+for b in runs:
+    # run_name: BM_CudaDenseLinear/<strict|cublas>/rows:R/in:I/out:O/manual_time
+    parts = b["run_name"].split("/")
+    by.setdefault("/".join(parts[2:5]), {})[parts[1]] = b
+for shape, k in sorted(by.items()):
+    s, c = k.get("strict"), k.get("cublas")
+    if not s or not c:
+        continue
+    print(f"      {shape}: strict {s['real_time']:.1f} us "
+          f"({s['GB/s']:.0f} GB/s, {s['%HBM']:.1f}% HBM, {s['GFLOP/s']:.0f} GFLOP/s, {s['%FP32']:.1f}% FP32), "
+          f"cublas {c['real_time']:.1f} us, strict/cublas time {s['real_time'] / c['real_time']:.2f}")
+PY
+  fi
+
+  if [ ${#failures[@]} -gt 0 ]; then
+    echo "gpu-check run: FAILED: ${failures[*]}" | tee -a "$out/summary.txt"
+    exit 1
+  fi
+  echo "gpu-check run: every step did what it must" | tee -a "$out/summary.txt"
+}
+
+case "${1:-}" in
+  build) build_step ;;
+  run) run_step ;;
+  *)
+    echo "usage: scripts/gpu-check.sh build|run (docs/CUDA.md)" >&2
+    exit 2
+    ;;
+esac
