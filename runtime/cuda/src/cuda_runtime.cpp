@@ -33,6 +33,7 @@
 #include "kernels.h"
 #include "vtrace/runtime/contract.h"
 #include "vtrace/runtime/fingerprint.h"
+#include "vtrace/runtime/runtime_command.h"
 
 namespace vtrace::runtime::cuda {
 
@@ -150,53 +151,15 @@ class Event {
   const cudaEvent_t event;
 };
 
-struct CopyKind {
-  Region source;
-  Region destination;
-};
 struct UploadKind {
   std::vector<std::uint8_t> bytes;
   Region destination;
 };
-struct ZeroKind {
-  Region destination;
-};
-struct DenseLaunch {
-  Region input;
-  Region weight;
-  Region output;
-  contract::DenseLinearLaunchShape shape;
-};
-struct DenseLinearKind {
-  std::vector<DenseLaunch> launches;
-};
-
-class CudaCommand final : public contract::ContractCommand {
- public:
-  using Kind = std::variant<CopyKind, UploadKind, ZeroKind, DenseLinearKind>;
-  explicit CudaCommand(Kind k) : kind(std::move(k)) {}
-  bool regions_belong_to(std::uint64_t instance) const {
-    const auto own = [instance](const Region& region) {
-      return region.runtime_instance == instance;
-    };
-    return std::visit(
-        [&own](const auto& k) {
-          using K = std::decay_t<decltype(k)>;
-          if constexpr (std::is_same_v<K, CopyKind>) {
-            return own(k.source) && own(k.destination);
-          } else if constexpr (std::is_same_v<K, DenseLinearKind>) {
-            for (const auto& launch : k.launches) {
-              if (!own(launch.input) || !own(launch.weight) || !own(launch.output)) return false;
-            }
-            return true;
-          } else {
-            return own(k.destination);
-          }
-        },
-        kind);
-  }
-  Kind kind;
-};
+using CopyKind = contract::CopyKind<Region>;
+using ZeroKind = contract::ZeroKind<Region>;
+using DenseLaunch = contract::DenseLaunch<Region>;
+using DenseLinearKind = contract::DenseLinearKind<Region>;
+using CudaCommand = contract::RuntimeCommand<Region, UploadKind>;
 
 class CudaFence final : public Fence {
  public:
@@ -217,12 +180,6 @@ class CudaFence final : public Fence {
   std::vector<CommandEntry> entries_;  // keeps the commands' regions and bytes alive
   std::optional<RuntimeError> failure_;
 };
-
-CommandPtr transfer(std::string_view operation, CudaCommand::Kind kind) {
-  auto command = std::make_unique<CudaCommand>(std::move(kind));
-  command->set_transfer(operation);
-  return command;
-}
 
 class CudaRuntime final : public DeviceRuntime {
  public:
@@ -488,8 +445,9 @@ Result<CommandPtr> CudaRuntime::encode_copy(const Buffer& source, const Buffer& 
   if (!dst) return std::unexpected(dst.error());
   auto ranges = contract::check_copy(rt(), (*src)->descriptor(), (*dst)->descriptor(), region);
   if (!ranges) return std::unexpected(ranges.error());
-  return transfer(kDeviceCopyNativeOperationId,
-                  CopyKind{(*src)->region(ranges->source), (*dst)->region(ranges->destination)});
+  return CudaCommand::transfer(
+      kDeviceCopyNativeOperationId,
+      CopyKind{(*src)->region(ranges->source), (*dst)->region(ranges->destination)});
 }
 
 Result<CommandPtr> CudaRuntime::encode_upload(std::span<const std::uint8_t> source,
@@ -501,7 +459,7 @@ Result<CommandPtr> CudaRuntime::encode_upload(std::span<const std::uint8_t> sour
   auto range = contract::check_upload(rt(), source.size(), layout, (*dst)->descriptor(),
                                       destination_offset_bytes);
   if (!range) return std::unexpected(range.error());
-  return transfer(
+  return CudaCommand::transfer(
       kHostUploadNativeOperationId,
       UploadKind{std::vector<std::uint8_t>(source.begin(), source.end()), (*dst)->region(*range)});
 }
@@ -514,7 +472,7 @@ Result<CommandPtr> CudaRuntime::encode_zero(const Buffer& destination,
   auto range =
       contract::check_zero(rt(), (*dst)->descriptor(), destination_offset_bytes, length_bytes);
   if (!range) return std::unexpected(range.error());
-  return transfer(kDeviceZeroNativeOperationId, ZeroKind{(*dst)->region(*range)});
+  return CudaCommand::transfer(kDeviceZeroNativeOperationId, ZeroKind{(*dst)->region(*range)});
 }
 
 Result<CommandPtr> CudaRuntime::encode_dense_linear(const DenseLinearRequest& request) {
@@ -545,15 +503,7 @@ Result<CommandPtr> CudaRuntime::encode_dense_linear(const DenseLinearRequest& re
       }
     }
   }
-  DenseLinearKind kind;
-  kind.launches.reserve(plan->launches.size());
-  for (std::size_t i = 0; i < plan->launches.size(); ++i) {
-    kind.launches.push_back(DenseLaunch{std::move(regions[3 * i]), std::move(regions[3 * i + 1]),
-                                        std::move(regions[3 * i + 2]), plan->launches[i]});
-  }
-  auto command = std::make_unique<CudaCommand>(std::move(kind));
-  command->set_dense_linear(*plan);
-  return command;
+  return CudaCommand::dense_linear(*plan, std::move(regions));
 }
 
 std::optional<RuntimeError> CudaRuntime::run_cublas(const std::uint8_t* input,
@@ -688,14 +638,7 @@ std::expected<FencePtr, DefinitelyNotSubmitted> CudaRuntime::submit(Stream& stre
                                                                     CommandBatch batch) {
   CudaStream* own = own_stream(stream);
   const std::uint64_t instance = instance_;
-  contract::SubmitOwnership ownership{
-      own != nullptr,
-      [](Command& command) -> contract::ContractCommand* {
-        return dynamic_cast<CudaCommand*>(&command);
-      },
-      [instance](const contract::ContractCommand& command) {
-        return static_cast<const CudaCommand&>(command).regions_belong_to(instance);
-      }};
+  const auto ownership = CudaCommand::ownership(own != nullptr, instance);
   auto plan = contract::check_submit(rt(), std::move(batch), ownership);
   if (!plan) return std::unexpected(std::move(plan.error()));
 

@@ -91,7 +91,7 @@ __global__ void __launch_bounds__(kDecodeTileOut* kDecodeMaxRows)
       float* tile = is_weight ? tile_w : tile_a;
       const int tile_line = is_weight ? line : line - kDecodeTileOut;
       for (int e = 0; e < valid; ++e) {
-        tile[decode_slot(tile_line, kk + e)] = f16_to_f32(group_element(staged[i], e));
+        tile[decode_slot(tile_line, kk + e)] = f16_bits::to_f32(group_element(staged[i], e));
       }
     }
   };
@@ -151,9 +151,9 @@ __global__ void __launch_bounds__(kTiledThreads)
     const int valid = count - kk0 < kGroup ? count - kk0 : kGroup;
     for (int e = 0; e < valid; ++e) {
       tile_a[tiled_a_slot(kk0 + e, line)] =
-          a_line_valid ? f16_to_f32(group_element(staged_a, e)) : 0.0f;
+          a_line_valid ? f16_bits::to_f32(group_element(staged_a, e)) : 0.0f;
       tile_w[tiled_w_slot(kk0 + e, line)] =
-          w_line_valid ? f16_to_f32(group_element(staged_w, e)) : 0.0f;
+          w_line_valid ? f16_bits::to_f32(group_element(staged_w, e)) : 0.0f;
     }
   };
 

@@ -2,8 +2,8 @@
 //
 // Every function here is `VTRACE_HD` (__host__ __device__ under nvcc, plain inline under g++),
 // so the kernels in kernels.cu call exactly the code that tests/runtime/cuda_arith_test.cpp runs
-// on the host against the reference runtime's f16.h conversions and its dense-linear kernel
-// (all 65,536 f16 patterns; randomized shapes with odd tails; the kernels' tile order).
+// on the host against the reference runtime's dense-linear kernel (the fmaf step on random f16
+// operands; randomized shapes with odd tails; the kernels' tile order).
 //
 // Why the strict kernel equals the reference bit for bit (spec 11.1): the reference computes
 // acc = acc + (a * w) with a multiply and an add, each rounded to f32. a and w are f16 values
@@ -11,7 +11,8 @@
 // normal range (2^-48 .. 2^32): the product is exact in f32. fmaf(a, w, acc) rounds a * w + acc
 // once; the reference rounds the exact product (a no-op) and then the sum once: the same value,
 // NaN, infinity and signed zero included. One accumulator per output from +0, k ascending, no k
-// split, then the f32 -> f16 conversion below (round to nearest even; NaN written as 0x7E00).
+// split, then the f32 -> f16 conversion (round to nearest even; NaN written as 0x7E00). The
+// conversions are vtrace/runtime/f16_bits.h's: the very code the reference's f16.h runs.
 //
 // Thread rules: pure functions. Errors: none (every bit pattern has a defined result).
 #pragma once
@@ -19,11 +20,7 @@
 #include <cstdint>
 #include <vector>
 
-#ifdef __CUDACC__
-#define VTRACE_HD __host__ __device__
-#else
-#define VTRACE_HD
-#endif
+#include "vtrace/runtime/f16_bits.h"  // VTRACE_HD and the conversions, the reference's own code
 
 namespace vtrace::runtime::cuda::strict {
 
@@ -41,74 +38,6 @@ inline constexpr int kTiledTileK = 16;
 inline constexpr int kTiledTileRows = 64;
 inline constexpr int kTiledTileOut = 64;
 
-VTRACE_HD inline float bits_to_float(std::uint32_t bits) {
-#ifdef __CUDA_ARCH__
-  return __uint_as_float(bits);
-#else
-  return __builtin_bit_cast(float, bits);
-#endif
-}
-
-VTRACE_HD inline std::uint32_t float_to_bits(float value) {
-#ifdef __CUDA_ARCH__
-  return __float_as_uint(value);
-#else
-  return __builtin_bit_cast(std::uint32_t, value);
-#endif
-}
-
-// f16 bits -> f32, exactly as vtrace::runtime::f16_to_f32: numbers and infinities exact
-// (subnormals included), a NaN keeps sign and payload and comes back quiet.
-VTRACE_HD inline float f16_to_f32(std::uint16_t bits) {
-  const std::uint32_t sign = static_cast<std::uint32_t>(bits & 0x8000u) << 16;
-  const std::uint32_t exponent = (bits >> 10) & 0x1Fu;
-  std::uint32_t mantissa = bits & 0x3FFu;
-  if (exponent == 0x1Fu) {
-    return bits_to_float(mantissa == 0 ? (sign | 0x7F800000u)
-                                       : (sign | 0x7FC00000u | (mantissa << 13)));
-  }
-  if (exponent == 0) {
-    if (mantissa == 0) return bits_to_float(sign);
-    // Subnormal: mantissa * 2^-24; normalise so the leading 1 reaches bit 10.
-    std::uint32_t shift = 0;
-    while ((mantissa & 0x400u) == 0) {
-      mantissa <<= 1;
-      ++shift;
-    }
-    return bits_to_float(sign | ((113u - shift) << 23) | ((mantissa & 0x3FFu) << 13));
-  }
-  return bits_to_float(sign | ((exponent + 112u) << 23) | (mantissa << 13));
-}
-
-// f32 -> f16 bits, exactly as vtrace::runtime::f32_to_f16 (round to nearest, ties to even;
-// overflow to infinity; underflow to subnormals or signed zero; NaN quiet keeping the top
-// payload bits).
-VTRACE_HD inline std::uint16_t f32_to_f16(float value) {
-  const std::uint32_t bits = float_to_bits(value);
-  const auto sign = static_cast<std::uint16_t>((bits >> 16) & 0x8000u);
-  const std::uint32_t exponent = (bits >> 23) & 0xFFu;
-  const std::uint32_t mantissa = bits & 0x7FFFFFu;
-  if (exponent == 0xFFu) {
-    if (mantissa == 0) return static_cast<std::uint16_t>(sign | 0x7C00u);
-    return static_cast<std::uint16_t>(sign | 0x7C00u | 0x0200u | (mantissa >> 13));
-  }
-  const int unbiased = static_cast<int>(exponent) - 127;
-  if (unbiased > 15) return static_cast<std::uint16_t>(sign | 0x7C00u);
-  if (unbiased < -25) return sign;
-  const std::uint32_t significand = mantissa | 0x800000u;
-  const int drop = unbiased >= -14 ? 13 : 13 + (-14 - unbiased);
-  const std::uint32_t kept = significand >> drop;
-  const std::uint32_t remainder = significand & ((1u << drop) - 1u);
-  const std::uint32_t half = 1u << (drop - 1);
-  const bool round_up = remainder > half || (remainder == half && (kept & 1u) != 0);
-  const std::uint32_t rounded = kept + (round_up ? 1u : 0u);
-  if (unbiased >= -14) {
-    const auto biased = static_cast<std::uint32_t>(unbiased + 15);
-    return static_cast<std::uint16_t>(sign + (biased << 10) + rounded - 0x400u);
-  }
-  return static_cast<std::uint16_t>(sign | rounded);
-}
-
 // One step of an output's reduction: acc + a * w with one rounding (the product is exact).
 VTRACE_HD inline float accumulate(float acc, float a, float w) {
 #ifdef __CUDA_ARCH__
@@ -118,9 +47,9 @@ VTRACE_HD inline float accumulate(float acc, float a, float w) {
 #endif
 }
 
-// The accumulator written as the output's f16 bits: NaN as kNanOutput, else f32_to_f16.
+// The accumulator written as the output's f16 bits: NaN as kNanOutput, else f16_bits::from_f32.
 VTRACE_HD inline std::uint16_t output_bits(float acc) {
-  return acc != acc ? kNanOutput : f32_to_f16(acc);
+  return acc != acc ? kNanOutput : f16_bits::from_f32(acc);
 }
 
 // --- The tiles (kernels.cu) ------------------------------------------------------------------
@@ -185,11 +114,11 @@ inline void host_emulate_decode(const std::uint16_t* in, const std::uint16_t* w,
       const int count = tile_count(k, k0, kDecodeTileK);
       for (int r = 0; r < rows; ++r) {
         for (int kk = 0; kk < count; ++kk)
-          tile_a[decode_slot(r, kk)] = f16_to_f32(in[r * k + k0 + kk]);
+          tile_a[decode_slot(r, kk)] = f16_bits::to_f32(in[r * k + k0 + kk]);
       }
       for (int c = 0; c < kDecodeTileOut && block + c < out_features; ++c) {
         for (int kk = 0; kk < count; ++kk) {
-          tile_w[decode_slot(c, kk)] = f16_to_f32(w[(block + c) * k + k0 + kk]);
+          tile_w[decode_slot(c, kk)] = f16_bits::to_f32(w[(block + c) * k + k0 + kk]);
         }
       }
       for (int r = 0; r < rows; ++r) {
@@ -233,11 +162,11 @@ inline void host_emulate_tiled(const std::uint16_t* in, const std::uint16_t* w, 
         for (int kk = 0; kk < count; ++kk) {
           for (int m = 0; m < kTiledTileRows; ++m) {
             tile_a[tiled_a_slot(kk, m)] =
-                row0 + m < rows ? f16_to_f32(in[(row0 + m) * k + k0 + kk]) : 0.0f;
+                row0 + m < rows ? f16_bits::to_f32(in[(row0 + m) * k + k0 + kk]) : 0.0f;
           }
           for (int n = 0; n < kTiledTileOut; ++n) {
             tile_w[tiled_w_slot(kk, n)] =
-                col0 + n < out_features ? f16_to_f32(w[(col0 + n) * k + k0 + kk]) : 0.0f;
+                col0 + n < out_features ? f16_bits::to_f32(w[(col0 + n) * k + k0 + kk]) : 0.0f;
           }
         }
         for (int ty = 0; ty < kThreadRows; ++ty) {

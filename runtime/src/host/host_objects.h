@@ -23,6 +23,7 @@
 
 #include "vtrace/runtime/contract.h"
 #include "vtrace/runtime/host/host_runtime.h"
+#include "vtrace/runtime/runtime_command.h"
 
 namespace vtrace::runtime::host::objects {
 
@@ -181,17 +182,11 @@ class HostFence final : public Fence {
   const std::optional<SubmissionAttribution> attribution;
 };
 
-struct DenseLaunch {
-  Region input;
-  Region weight;
-  Region output;
-  contract::DenseLinearLaunchShape shape;
-};
+using CopyKind = contract::CopyKind<Region>;
+using ZeroKind = contract::ZeroKind<Region>;
+using DenseLaunch = contract::DenseLaunch<Region>;
+using DenseLinearKind = contract::DenseLinearKind<Region>;
 
-struct CopyKind {
-  Region source;
-  Region destination;
-};
 // Host buffers of commands that died, kept for the next uploads' encode-time copies so that a
 // steady stream of large uploads copies into warm memory instead of faulting in fresh pages.
 // Bounded: at most kMaxSpare buffers and kMaxSpareBytes in all.
@@ -245,48 +240,7 @@ struct UploadKind {
   std::vector<std::uint8_t> bytes;
   Region destination;
 };
-struct ZeroKind {
-  Region destination;
-};
-struct DenseLinearKind {
-  std::vector<DenseLaunch> launches;
-};
-
 // A fully validated command that owns its data and keeps every storage it touches alive.
-class HostCommand final : public contract::ContractCommand {
- public:
-  using Kind = std::variant<CopyKind, UploadKind, ZeroKind, DenseLinearKind>;
-  explicit HostCommand(Kind k) : kind(std::move(k)) {}
-
-  // Whether every region the command touches belongs to runtime `instance`.
-  bool regions_belong_to(std::uint64_t instance) const {
-    const auto own = [instance](const Region& region) {
-      return region.runtime_instance == instance;
-    };
-    return std::visit(
-        [&own](const auto& k) {
-          using K = std::decay_t<decltype(k)>;
-          if constexpr (std::is_same_v<K, CopyKind>) {
-            return own(k.source) && own(k.destination);
-          } else if constexpr (std::is_same_v<K, DenseLinearKind>) {
-            return std::all_of(k.launches.begin(), k.launches.end(), [&own](const auto& launch) {
-              return own(launch.input) && own(launch.weight) && own(launch.output);
-            });
-          } else {
-            return own(k.destination);
-          }
-        },
-        kind);
-  }
-
-  Kind kind;
-};
-
-inline CommandPtr transfer(std::string_view operation, HostCommand::Kind kind) {
-  auto command = std::make_unique<HostCommand>(std::move(kind));
-  command->set_transfer(operation);
-  return command;
-}
-
+using HostCommand = contract::RuntimeCommand<Region, UploadKind>;
 
 }  // namespace vtrace::runtime::host::objects

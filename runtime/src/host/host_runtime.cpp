@@ -281,8 +281,8 @@ Result<CommandPtr> HostRuntime::encode_copy(const Buffer& source, const Buffer& 
   if (!src_region) return std::unexpected(src_region.error());
   auto dst_region = (*dst)->region(rt, ranges->destination);
   if (!dst_region) return std::unexpected(dst_region.error());
-  return transfer(kDeviceCopyNativeOperationId,
-                  CopyKind{std::move(*src_region), std::move(*dst_region)});
+  return HostCommand::transfer(kDeviceCopyNativeOperationId,
+                               CopyKind{std::move(*src_region), std::move(*dst_region)});
 }
 
 Result<CommandPtr> HostRuntime::encode_upload(std::span<const std::uint8_t> source,
@@ -298,8 +298,8 @@ Result<CommandPtr> HostRuntime::encode_upload(std::span<const std::uint8_t> sour
   auto region = (*dst)->region(rt, *range);
   if (!region) return std::unexpected(region.error());
   // The host bytes are copied now, at encode time.
-  return transfer(kHostUploadNativeOperationId,
-                  UploadKind(state_->upload_pool, source, std::move(*region)));
+  return HostCommand::transfer(kHostUploadNativeOperationId,
+                               UploadKind(state_->upload_pool, source, std::move(*region)));
 }
 
 Result<CommandPtr> HostRuntime::encode_zero(const Buffer& destination,
@@ -313,7 +313,7 @@ Result<CommandPtr> HostRuntime::encode_zero(const Buffer& destination,
   if (!range) return std::unexpected(range.error());
   auto region = (*dst)->region(rt, *range);
   if (!region) return std::unexpected(region.error());
-  return transfer(kDeviceZeroNativeOperationId, ZeroKind{std::move(*region)});
+  return HostCommand::transfer(kDeviceZeroNativeOperationId, ZeroKind{std::move(*region)});
 }
 
 Result<CommandPtr> HostRuntime::encode_dense_linear(const DenseLinearRequest& request) {
@@ -340,15 +340,7 @@ Result<CommandPtr> HostRuntime::encode_dense_linear(const DenseLinearRequest& re
   auto plan = contract::check_dense_linear(rt, request, resolve);
   if (!plan) return std::unexpected(plan.error());
 
-  DenseLinearKind kind;
-  kind.launches.reserve(plan->launches.size());
-  for (std::size_t i = 0; i < plan->launches.size(); ++i) {
-    kind.launches.push_back(DenseLaunch{std::move(regions[3 * i]), std::move(regions[3 * i + 1]),
-                                        std::move(regions[3 * i + 2]), plan->launches[i]});
-  }
-  auto command = std::make_unique<HostCommand>(std::move(kind));
-  command->set_dense_linear(*plan);
-  return command;
+  return HostCommand::dense_linear(*plan, std::move(regions));
 }
 
 std::expected<FencePtr, DefinitelyNotSubmitted> HostRuntime::submit(Stream& stream,
@@ -356,14 +348,7 @@ std::expected<FencePtr, DefinitelyNotSubmitted> HostRuntime::submit(Stream& stre
   const std::string_view rt = state_->rt();
   HostStream* own_stream = state_->own_stream(stream);
   const std::uint64_t instance = state_->instance;
-  contract::SubmitOwnership ownership{
-      own_stream != nullptr,
-      [](Command& command) -> contract::ContractCommand* {
-        return dynamic_cast<HostCommand*>(&command);
-      },
-      [instance](const contract::ContractCommand& command) {
-        return static_cast<const HostCommand&>(command).regions_belong_to(instance);
-      }};
+  const auto ownership = HostCommand::ownership(own_stream != nullptr, instance);
   auto plan = contract::check_submit(rt, std::move(batch), ownership);
   if (!plan) return std::unexpected(std::move(plan.error()));
 

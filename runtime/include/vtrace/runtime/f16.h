@@ -8,9 +8,9 @@
 // sign | 0x7C00 | 0x0200 | (mantissa >> 13).
 //
 // These are the portable software conversions the reference runtime uses; they compile without
-// any ISA flag. to_f16_bytes and from_f16_bytes apply them to the host form of an f16 buffer
-// (little-endian pairs of bytes, what encode_upload takes and readback returns).
-// Thread rules: pure functions. Errors: none.
+// any ISA flag. Their code is f16_bits.h's, which the CUDA kernels compile too. to_f16_bytes and
+// from_f16_bytes apply them to the host form of an f16 buffer (little-endian pairs of bytes, what
+// encode_upload takes and readback returns). Thread rules: pure functions. Errors: none.
 #pragma once
 
 #include <cstdint>
