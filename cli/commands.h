@@ -26,15 +26,16 @@ struct GlobalOptions {
 
 using RunFunction = std::function<int()>;
 
-// For a 64-bit unsigned option: CLI11 reads "-1" as its largest value (strtoull wraps it), so a
-// negative number is refused instead ("--payload-bytes: -1 is negative (expected 0 or more)").
-inline CLI::Validator not_negative() {
-  return CLI::Validator(
-      [](const std::string& value) {
-        return value.starts_with('-') ? value + " is negative (expected 0 or more)" : std::string();
-      },
-      "NONNEGATIVE", "not_negative");
-}
+// Every integer option of `app` and its subcommands (what CLI11 types UINT or INT) reads decimal
+// only, with leading zeros ignored: CLI11 alone reads 010 as octal 8, 0x10 as 16 and 0b11 as 3,
+// wraps -1 to the largest unsigned value and saturates what does not fit 64 bits. Each is refused
+// instead: "--steps: `0x10` is not a decimal whole number", "--seed: -1 is negative (expected 0 or
+// more)", "--seed: 99999999999999999999 is out of range". main() calls it once every subcommand is
+// added (integer_options.cpp).
+void decimal_integers(CLI::App& app);
+// A range check on a decimal integer option, for CLI::Range's place: CLI::Range reads its value
+// the octal way before decimal_integers' transform rewrites it ("--level: 20 is not in 1 to 19").
+CLI::Validator decimal_range(std::int64_t low, std::int64_t high);
 
 void add_record_command(CLI::App& app, const GlobalOptions& global, RunFunction* run);
 void add_replay_command(CLI::App& app, const GlobalOptions& global, RunFunction* run);

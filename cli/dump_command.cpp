@@ -184,8 +184,7 @@ void add_dump_command(CLI::App& app, const GlobalOptions& /*global*/, RunFunctio
   cmd->add_flag("--payloads", options->payloads, "Also print the payload bytes in hex");
   cmd->add_option("--payload-bytes", options->payload_bytes,
                   "Print at most N bytes of each payload, with its full length (implies "
-                  "--payloads)")
-      ->check(not_negative());
+                  "--payloads)");
   cmd->callback([options, run]() { *run = [options]() { return run_dump(*options); }; });
 }
 

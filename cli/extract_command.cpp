@@ -65,10 +65,6 @@ int run_extract(const ExtractCommandOptions& o, const GlobalOptions& global) {
   }
   options.first_event = fitted->first;
   options.last_event = fitted->end - 1;  // A:B is events A to B-1, as for dump
-  if (o.level < 1 || o.level > 19) {
-    print_error(fmt::format("--level {} is not a zstd level from 1 to 19", o.level));
-    return kExitUsage;
-  }
   options.runtime = o.runtime;
   options.zstd_level = o.level;
   auto open = open_options(o.runtime_flags);
@@ -109,8 +105,7 @@ void add_extract_command(CLI::App& app, const GlobalOptions& global, RunFunction
       "extract", "Write a standalone minimal trace that reproduces one command or a window");
   cmd->add_option("trace", options->trace, "The .vtrace file")->required();
   cmd->add_option("--event", options->event,
-                  "The encode event of the command (compare --deep names it)")
-      ->check(not_negative());
+                  "The encode event of the command (compare --deep names it)");
   cmd->add_option("--events", options->events,
                   "Every command from the first encoded in A:B to the last (events A to B-1)");
   cmd->add_option("-o,--output", options->output, "The repro trace to write")->required();
@@ -118,7 +113,8 @@ void add_extract_command(CLI::App& app, const GlobalOptions& global, RunFunction
                   "The baseline: its state before the command, its results recorded")
       ->capture_default_str();
   cmd->add_option("--level", options->level, "zstd compression level of the repro (1-19)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(decimal_range(1, 19));
   cmd->add_option("--json", options->json, "Write what was extracted as JSON to this file");
   cmd->add_option("--exit-skip", options->exit_skip,
                   "Exit with this code instead of 3 when the runtime is unavailable");

@@ -128,6 +128,15 @@ std::string usage_failure_message(const CLI::App* app, const CLI::Error& error) 
       (what[1] == ' ' || std::islower(static_cast<unsigned char>(what[1])))) {
     what[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(what[0])));
   }
+  // What decimal_integers let through and CLI11 still cannot convert is a number too large for
+  // its option's type: "could not convert: --steps = 99999999999" says it as
+  // "--steps: 99999999999 is out of range".
+  constexpr std::string_view kNotConverted = "could not convert: ";
+  if (const auto equals = what.find(" = ");
+      what.starts_with(kNotConverted) && equals != std::string::npos) {
+    const std::string name = what.substr(kNotConverted.size(), equals - kNotConverted.size());
+    what = fmt::format("{}: {} is out of range", name, what.substr(equals + 3));
+  }
   const auto parsed = app->get_subcommands();
   const std::string help =
       parsed.empty() ? "vtrace help" : fmt::format("vtrace help {}", parsed.front()->get_name());

@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
   add_demo_command(app, global, &run);
   add_list_runtimes_command(app, global, &run);
   add_help_command(app);
+  decimal_integers(app);
   if (auto code = run_before_parse(app, argc, argv)) return *code;
   try {
     app.parse(argc, argv);

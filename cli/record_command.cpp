@@ -247,12 +247,11 @@ void add_record_command(CLI::App& app, const GlobalOptions& global, RunFunction*
   cmd->add_option("-r,--runtime", options->runtime, "Registry name of the runtime")
       ->capture_default_str();
   cmd->add_option("--seed", options->seed, "decode, contract: seed of every random choice")
-      ->capture_default_str()
-      ->check(not_negative());
+      ->capture_default_str();
   cmd->add_option("--steps", options->steps, "decode: decode steps; contract: extra random rounds");
   cmd->add_option("--level", options->level, "zstd compression level of the trace (1-19)")
       ->capture_default_str()
-      ->check(CLI::Range(1, 19));
+      ->check(decimal_range(1, 19));
   cmd->add_option("-o,--output", options->output, "The trace file to write")->required();
   cmd->add_option("--hidden", options->hidden, "decode: hidden size")->capture_default_str();
   cmd->add_option("--ffn", options->ffn, "decode: feed-forward size")->capture_default_str();

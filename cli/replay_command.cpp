@@ -217,7 +217,7 @@ void add_replay_command(CLI::App& app, const GlobalOptions& global, RunFunction*
   cmd->add_option("--repeat", options->repeat,
                   "Also replay N times in lockstep and report any difference between the runs as "
                   "nondeterminism")
-      ->check(CLI::Range(1u, 64u));
+      ->check(decimal_range(1, 64));
   add_runtime_flags(*cmd, options->runtime_flags, "the recorded device's capacity");
   cmd->callback([options, &global, run]() {
     *run = [options, &global]() { return run_replay(*options, global); };

@@ -257,6 +257,68 @@ TEST_CASE("CLI11 refusals are one line with the vtrace prefix and exit 2", "[cli
   }
 }
 
+TEST_CASE("integer options are decimal: a leading zero is ignored, 0x, 0b and overflow are refused",
+          "[cli][habits]") {
+  vtrace::test::ScratchDir dir("habits-decimal");
+  const auto out = (dir / "d.vtrace").string();
+  const std::string decode = "record -w decode --hidden 8 --ffn 16 --layers 1";
+  // CLI11 alone reads 010 as octal 8 and 0x10 as 16.
+  auto ten = run_vtrace(fmt::format("{} --steps 010 --level 019 -o {}", decode, out));
+  INFO(ten.output);
+  CHECK(ten.code == 0);
+  CHECK_THAT(ten.output, Catch::Contains(" steps=10 "));
+  fs::remove(out);
+  for (const auto& [arguments, says] : {
+           std::pair{decode + " --steps 0x10", std::string("--steps: `0x10` is not a decimal")},
+           std::pair{decode + " --steps 0b11", std::string("--steps: `0b11` is not a decimal")},
+           std::pair{decode + " --steps 1e3", std::string("--steps: `1e3` is not a decimal")},
+           std::pair{decode + " --hidden ''", std::string("--hidden: `` is not a decimal")},
+           // strtoull saturates a seed past 2^64 - 1 without a word; a steps count past 2^32 - 1
+           // fails CLI11's conversion.
+           std::pair{decode + " --seed 18446744073709551616",
+                     std::string("--seed: 18446744073709551616 is out of range")},
+           std::pair{decode + " --steps 99999999999",
+                     std::string("--steps: 99999999999 is out of range")},
+           // The range checks read the value as decimal too (020 is not octal 16).
+           std::pair{decode + " --level 020", std::string("--level: 20 is not in 1 to 19")},
+           std::pair{fmt::format("replay {} --repeat 065", golden("tiny")),
+                     std::string("--repeat: 65 is not in 1 to 64")},
+           std::pair{fmt::format("replay {} --exit-skip 010x", golden("tiny")),
+                     std::string("--exit-skip: `010x` is not a decimal")},
+       }) {
+    INFO(arguments);
+    auto run = run_vtrace(fmt::format("{} -o {}", arguments, out));
+    INFO(run.output);
+    CHECK(run.code == 2);
+    CHECK(one_error_line(run.output));
+    CHECK_THAT(run.output, Catch::Contains(says));
+    CHECK_FALSE(fs::exists(out));
+  }
+  // Every integer option of every subcommand, as its help lists them (UINT or INT), refuses hex:
+  // a new option cannot miss the rule.
+  std::size_t swept = 0;
+  for (const char* sub : {"record", "replay", "compare", "diff", "extract", "export", "info",
+                          "dump", "verify", "repair", "demo", "list-runtimes"}) {
+    std::istringstream help(run_vtrace(fmt::format("help {}", sub)).output);
+    for (std::string line; std::getline(help, line);) {
+      std::istringstream words(line);
+      std::string names;
+      std::string type;
+      words >> names >> type;
+      if (!names.starts_with("-") || !(type.starts_with("UINT") || type.starts_with("INT"))) {
+        continue;
+      }
+      const std::string option = names.substr(names.rfind(',') + 1);
+      INFO(sub << " " << option);
+      auto run = run_vtrace(fmt::format("{} {} 0x10", sub, option));
+      CHECK(run.code == 2);
+      CHECK_THAT(run.output, Catch::Contains(option + ": `0x10` is not a decimal whole number"));
+      ++swept;
+    }
+  }
+  CHECK(swept >= 14);
+}
+
 namespace {
 
 // A decode weights file for hidden 8, ffn 16, one layer; `head` false leaves the head out.
