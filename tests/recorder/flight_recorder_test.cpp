@@ -59,6 +59,18 @@ RecorderOptions flight_options(std::uint64_t batches) {
   return o;
 }
 
+// The one trace open_runtime wrote into `dir`. Its name is VTRACE_CAPTURE's only for the first
+// capture of the process (later ones are numbered siblings, "env.2.vtrace"), so a test that runs
+// after other captures in the same process finds it here rather than by name.
+std::filesystem::path only_trace_in(const std::filesystem::path& dir) {
+  std::vector<std::filesystem::path> traces;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.path().extension() == ".vtrace") traces.push_back(entry.path());
+  }
+  REQUIRE(traces.size() == 1);
+  return traces.front();
+}
+
 // The window record of a trace's metadata, as values (CHECKed present).
 struct Window {
   std::string trigger;
@@ -491,10 +503,11 @@ TEST_CASE("VTRACE_CAPTURE_START=signal:2 starts at the second SIGUSR1 through op
   REQUIRE(rec != nullptr);
   REQUIRE(wl::run_workload(small_decode(20), *rec, nullptr).has_value());
   REQUIRE(rec->close().has_value());
-  const auto w = window_of(path);
+  const auto written = only_trace_in(dir);
+  const auto w = window_of(written);
   CHECK(w.detail == "from SIGUSR1 2 of the run to SIGUSR1 1 of the capture");
   CHECK(w.batches == 3);  // steps 9 to 11
-  replay(path, "reference");
+  replay(written, "reference");
   std::filesystem::remove_all(dir);
 }
 
@@ -519,10 +532,11 @@ TEST_CASE("VTRACE_CAPTURE_MODE=flight records a window through open_runtime") {
   spec.decode.nan_at_step = 9;
   REQUIRE(wl::run_workload(spec, *rec, nullptr).has_value());
   REQUIRE(rec->close().has_value());
-  const auto w = window_of(path);
+  const auto written = only_trace_in(dir);
+  const auto w = window_of(written);
   CHECK(w.trigger == "non_finite_readback");
   CHECK(w.batches == 5);
-  replay(path);
+  replay(written);
   std::filesystem::remove_all(dir);
 }
 
