@@ -85,22 +85,65 @@ TEST_CASE(
 TEST_CASE("fuzz seeds: the cut prefixes of a golden trace are recovered or refused, never more",
           "[fuzz]") {
   // What the fuzzer feeds the trace targets from decode-short (132 KiB) with -max_len 16384: a
-  // cut file. Recovery keeps a prefix (all of it when only the trailer is cut); it never invents
-  // events, and verify_all() says the file has no footer.
+  // cut file. A cut inside the header frame is refused by open(); any later cut is recovered:
+  // the events recovered are exactly the first events of the full trace, byte for byte, their
+  // number never falls as the cut moves on, all of them come back when only the footer or its
+  // trailer is cut, and verify_all() (the body's last step) refuses the file as kTruncated.
   const Bytes full = read_file(kSource / "traces" / "decode-short-v1.2.vtrace");
   auto reader = vs::TraceReader::open(vs::memory_source(full, "decode-short-v1.2.vtrace"));
   REQUIRE(reader.has_value());
   const std::uint64_t events = (*reader)->event_count();
-  for (const std::size_t cut : {std::size_t{16}, std::size_t{100}, std::size_t{4096},
-                                std::size_t{16384}, full.size() / 2, full.size() - 1}) {
-    INFO("cut at " << cut);
+  const auto& frames = (*reader)->frames();
+  REQUIRE(!frames.empty());
+  const std::uint64_t header_end = frames.front().file_offset;
+  const std::uint64_t data_end = frames.back().file_offset + frames.back().compressed_bytes;
+  const auto all_records = vf::event_records_of(full);
+  REQUIRE(all_records.size() == events);
+
+  std::set<std::size_t> cuts = {1, 16, 100, 4096, 16384, full.size() / 2, full.size() - 1};
+  for (std::size_t c = 0; c < full.size(); c += full.size() / 97) cuts.insert(c);
+  for (const std::uint64_t at :
+       {header_end - 1, header_end, header_end + 1, data_end - 1, data_end, data_end + 1}) {
+    cuts.insert(at);
+  }
+  for (const auto& frame : frames) {  // every frame boundary and one byte either side of it
+    for (const std::uint64_t at : {frame.file_offset - 1, frame.file_offset, frame.file_offset + 1})
+      cuts.insert(at);
+  }
+  cuts.erase(0);
+  std::uint64_t last_recovered = 0;
+  std::size_t recovered_cuts = 0;
+  for (const std::size_t cut : cuts) {
+    INFO("cut at " << cut << " of " << full.size() << " (header ends at " << header_end
+                   << ", data at " << data_end << ")");
     const Bytes prefix(full.begin(), full.begin() + static_cast<std::ptrdiff_t>(cut));
     const vf::BodyOutcome read = vf::trace_file_body(prefix);
-    CHECK(read.refused());
-    CHECK(read.events <= events);
     const vf::BodyOutcome plan = vf::replay_plan_body(prefix);
+    REQUIRE(read.refused());
+    if (cut < header_end) {
+      CHECK(read.refused_at == "open");
+      CHECK(read.events == 0);
+      CHECK(plan.refused_at == "open");
+      continue;
+    }
+    ++recovered_cuts;
+    CHECK(read.refused_at == "verify_all");
+    CHECK(read.kind == vs::TraceErrorKind::kTruncated);
+    CHECK(read.events <= events);
+    CHECK(read.events >= last_recovered);
+    last_recovered = read.events;
+    if (cut >= data_end) CHECK(read.events == events);
+    // The events recovered are the full trace's first ones, byte for byte.
+    const auto records = vf::event_records_of(prefix);
+    CHECK(records.size() == read.events);
+    const bool same_prefix = records.size() <= all_records.size() &&
+                             std::equal(records.begin(), records.end(), all_records.begin());
+    CHECK(same_prefix);
+    // The plan never has more steps than the whole trace's.
     CHECK(plan.events <= events);
   }
+  CHECK(recovered_cuts > 100);
+  CHECK(last_recovered == events);
 }
 
 TEST_CASE("fuzz seeds: the hand-made safetensors seeds are accepted or refused as their names say",
