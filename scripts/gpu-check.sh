@@ -88,13 +88,28 @@ build_step() {
     done < <(ldd "$binary" | awk '$2 == "=>" { print $1, ($3 == "not" ? "NOTFOUND" : $3) } $2 != "=>" { print $1, "" }')
   done
   [ ${#bad[@]} -eq 0 ] || die "libraries the GPU machine may lack, neither system, CUDA nor carried: ${bad[*]}"
+  # The loader fallback of the run step: this machine's glibc (loader, libc and the libraries
+  # the CUDA driver and cuBLAS link), for a GPU machine whose glibc is older than the symbol
+  # versions these binaries need. Never on LD_LIBRARY_PATH: only the run step's wrappers name it.
+  local libc_dir loader
+  libc_dir=$(dirname "$(ldd "$carry/vtrace" | awk '$1 == "libc.so.6" { print $3 }')")
+  loader=$(ldd "$carry/vtrace" | awk '$1 ~ /^\/.*ld-linux-x86-64\.so\.2$/ { print $1 }')
+  [ -n "$loader" ] && [ -f "$libc_dir/libc.so.6" ] || die "cannot find this machine's glibc loader and libc (ldd of vtrace)"
+  mkdir -p "$carry/glibc"
+  cp -L "$loader" "$carry/glibc/ld-linux-x86-64.so.2"
+  for name in libc.so.6 libm.so.6 libpthread.so.0 libdl.so.2 librt.so.1; do
+    cp -L "$libc_dir/$name" "$carry/glibc/$name" || die "cannot copy $libc_dir/$name into the carry set"
+  done
+  # The fallback must work here too: the carried vtrace through the carried loader.
+  "$carry/glibc/ld-linux-x86-64.so.2" --library-path "$carry/glibc:$carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+    "$carry/vtrace" --version >/dev/null || die "the carried vtrace does not start through the carried glibc loader"
   local glibc
   glibc=$(objdump -T "$carry"/vtrace "$carry"/runtime_conformance_test "$carry"/vtrace_bench 2>/dev/null |
     grep -o 'GLIBC_[0-9.]*' | sort -V | tail -1)
   local bytes
   bytes=$(du -sb "$carry" | cut -f1)
   echo "gpu-check build: carry set $carry: $bytes bytes ($((bytes / 1024 / 1024)) MiB), newest glibc symbol version $glibc"
-  ls -l "$carry" "$carry/lib"
+  ls -l "$carry" "$carry/lib" "$carry/glibc"
   [ "$bytes" -le "$kCarryLimitBytes" ] || die "the carry set is $bytes bytes, over the 64 MiB limit"
   echo "gpu-check build: ready; on the GPU machine run: scripts/gpu-check.sh run (with $carry carried)"
 }
@@ -121,6 +136,36 @@ step() {
   return 0
 }
 
+# Sets $bin, the folder the run step takes vtrace, runtime_conformance_test and vtrace_bench
+# from: the carry set itself when its binaries start on this machine; else (a glibc older than
+# the build machine's: "version `GLIBC_2.3x' not found") wrappers that run each through the
+# carried loader and glibc (carry/glibc), which the machine's CUDA driver and cuBLAS, built for
+# an older glibc, load into as well. VTRACE_GPU_CHECK_LOADER=1 takes the wrappers anyway (how
+# the fallback is tested on a machine that does not need it).
+choose_binaries() {
+  bin=$PWD/$carry
+  local why
+  if [ "${VTRACE_GPU_CHECK_LOADER:-0}" != 1 ]; then
+    why=$("$bin/vtrace" --version 2>&1) && return 0
+  else
+    why="VTRACE_GPU_CHECK_LOADER=1"
+  fi
+  local loader=$PWD/$carry/glibc/ld-linux-x86-64.so.2
+  [ -x "$loader" ] || die "the carried vtrace does not start here ($why), and the carry set has no glibc to fall back on: rebuild it with 'scripts/gpu-check.sh build'"
+  bin=$(mktemp -d "${TMPDIR:-/tmp}/vtrace-gpu-check.XXXXXX")
+  trap 'rm -rf "$bin"' EXIT
+  local name
+  for name in vtrace runtime_conformance_test vtrace_bench; do
+    printf '#!/bin/sh\nexec "%s" --library-path "%s" "%s" "$@"\n' "$loader" \
+      "$PWD/$carry/glibc:$LD_LIBRARY_PATH" "$PWD/$carry/$name" >"$bin/$name"
+    chmod +x "$bin/$name"
+  done
+  "$bin/vtrace" --version >/dev/null 2>&1 ||
+    die "the carried vtrace starts neither directly ($why) nor through the carried glibc loader"
+  echo "gpu-check run: the carried binaries run through the carried glibc (carry/glibc), because: $why" |
+    tee -a "$out/summary.txt"
+}
+
 run_step() {
   [ -x "$carry/vtrace" ] || die "no carried build in $carry: run 'scripts/gpu-check.sh build' first and carry it"
   out=${OUT:-$build/out}
@@ -128,14 +173,15 @@ run_step() {
   : >"$out/summary.txt"
   export LD_LIBRARY_PATH="$PWD/$carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   export VTRACE_TEST_DATA_DIR="$PWD/tests/data"
-  local vtrace=$carry/vtrace
+  choose_binaries
+  local vtrace=$bin/vtrace
 
   # Up front: is a CUDA device usable? The cuda runtime itself answers (exit 3: unavailable).
   local probe rc
   probe=$("$vtrace" replay traces/contract-v1.2.vtrace --runtime cuda 2>&1)
   rc=$?
   if [ "$rc" -eq 3 ]; then
-    echo "gpu-check: no usable CUDA GPU here, nothing was run: $probe" | tee "$out/summary.txt" >&2
+    echo "gpu-check: no usable CUDA GPU here, nothing was run: $probe" | tee -a "$out/summary.txt" >&2
     exit "$kExitNoGpu"
   fi
   command -v nvidia-smi >/dev/null && nvidia-smi >"$out/nvidia-smi.txt" 2>&1
@@ -145,7 +191,7 @@ run_step() {
   local rt
   for rt in cuda cuda-cublas; do
     step "conformance-$rt" 180 0 env VTRACE_CONFORMANCE_RUNTIME="$rt" \
-      "$carry/runtime_conformance_test" --name "conformance-$rt" --durations yes
+      "$bin/runtime_conformance_test" --name "conformance-$rt" --durations yes
   done
 
   local trace=$out/decode-cuda.vtrace
@@ -174,7 +220,7 @@ print(d["event"] if d else "")' "$out/drift-cublas.json" 2>>"$out/drift-cublas.l
     failures+=(first-divergence)
   fi
 
-  step bench-cuda 180 0 "$carry/vtrace_bench" --benchmark_filter=CudaDenseLinear \
+  step bench-cuda 180 0 "$bin/vtrace_bench" --benchmark_filter=CudaDenseLinear \
     --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
     --benchmark_out="$out/bench-cuda.json" --benchmark_out_format=json
   if [ -s "$out/bench-cuda.json" ]; then
