@@ -1,6 +1,7 @@
 // vtrace dump T [--json] [--events A:B] [--payloads] [--payload-bytes N]: every field of every
 // event, the call it records (step_text.h, as replay describes it) and, with --payloads, the blobs
 // it links to (schema::event_links), each cut to its first N bytes with --payload-bytes.
+// vtrace dump T --summary [--json]: every field of the footer's summary instead.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -26,7 +27,42 @@ struct DumpOptions {
   std::string events;
   bool payloads = false;
   std::optional<std::uint64_t> payload_bytes;  // at most this many bytes of each payload
+  bool summary = false;
 };
+
+// --summary: the footer's TraceSummary, every field by name ("summary {...}", or with --json one
+// line {"summary": {...}}). A recovered trace has no footer: its summary is said to be missing
+// (text) or null, with the reader's note (JSON), and the exit is 0: the dump showed what is there.
+int dump_summary(const DumpOptions& o, const schema::TraceReader& reader,
+                 const EventText& printer) {
+  const auto bytes = reader.summary();
+  if (schema::read_trace_summary(bytes) == nullptr) {
+    const std::string why =
+        !reader.complete() ? reader.recovery().note : std::string("the footer holds no summary");
+    if (o.json) {
+      fmt::print("{}\n", nlohmann::json{{"summary", nullptr}, {"note", why}}.dump());
+    } else {
+      fmt::print("summary: none ({})\n", why);
+    }
+    return kExitOk;
+  }
+  if (o.json) {
+    auto body = printer.summary_json(bytes);
+    if (!body) {
+      print_error(about_file(o.trace, "the summary: " + body.error()));
+      return kExitUsage;
+    }
+    fmt::print("{}\n", nlohmann::json{{"summary", std::move(*body)}}.dump());
+  } else {
+    auto body = printer.summary_text(bytes);
+    if (!body) {
+      print_error(about_file(o.trace, "the summary: " + body.error()));
+      return kExitUsage;
+    }
+    fmt::print("summary {}\n", *body);
+  }
+  return kExitOk;
+}
 
 // The call an event records, as replay describes it (step_text.h); nullopt for an event that is
 // no call (RuntimeOpened, Released, ...) or one that does not decode.
@@ -72,6 +108,7 @@ int run_dump(const DumpOptions& o) {
     print_error(printer.error());
     return kExitUsage;
   }
+  if (o.summary) return dump_summary(o, **reader, *printer);
   if (!o.events.empty()) {
     auto fitted = fit_event_range(range, "--events", o.events, o.trace, (*reader)->event_count());
     if (!fitted) {
@@ -185,6 +222,13 @@ void add_dump_command(CLI::App& app, const GlobalOptions& /*global*/, RunFunctio
   cmd->add_option("--payload-bytes", options->payload_bytes,
                   "Print at most N bytes of each payload, with its full length (implies "
                   "--payloads)");
+  auto* summary = cmd->add_flag(
+      "--summary", options->summary,
+      "Print the footer's summary (every field: counts by kind, submits, bytes, final counters, "
+      "interrupted_by) instead of the events");
+  for (const char* other : {"--events", "--payloads", "--payload-bytes"}) {
+    summary->excludes(cmd->get_option(other));
+  }
   cmd->callback([options, run]() { *run = [options]() { return run_dump(*options); }; });
 }
 

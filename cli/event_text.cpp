@@ -10,6 +10,8 @@ namespace vtrace::cli {
 struct EventText::Impl {
   flatbuffers::Parser json;
   flatbuffers::Parser text;
+  flatbuffers::Parser summary_json;  // root TraceSummary
+  flatbuffers::Parser summary_text;
 };
 
 EventText::EventText(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -19,13 +21,18 @@ EventText::~EventText() = default;
 std::expected<EventText, std::string> EventText::create() {
   auto impl = std::make_unique<Impl>();
   const std::string schema(kEmbeddedVtraceFbs);
-  for (auto* parser : {&impl->json, &impl->text}) {
+  for (auto* parser : {&impl->json, &impl->text, &impl->summary_json, &impl->summary_text}) {
     parser->opts.output_default_scalars_in_json = true;  // every field, even at its default
     parser->opts.output_enum_identifiers = true;
     parser->opts.indent_step = -1;                       // one line
-    parser->opts.strict_json = parser == &impl->json;
+    parser->opts.strict_json = parser == &impl->json || parser == &impl->summary_json;
     if (!parser->Parse(schema.c_str())) {
       return std::unexpected("the embedded event schema does not parse: " + parser->error_);
+    }
+  }
+  for (auto* parser : {&impl->summary_json, &impl->summary_text}) {
+    if (!parser->SetRootType("TraceSummary")) {
+      return std::unexpected("the embedded event schema has no TraceSummary table");
     }
   }
   return EventText(std::move(impl));
@@ -91,6 +98,20 @@ std::expected<nlohmann::json, std::string> EventText::json(
 
 std::expected<std::string, std::string> EventText::text(std::span<const std::uint8_t> event) const {
   return render(impl_->text, event);
+}
+
+std::expected<nlohmann::json, std::string> EventText::summary_json(
+    std::span<const std::uint8_t> summary) const {
+  auto text = render(impl_->summary_json, summary);
+  if (!text) return std::unexpected(text.error());
+  auto value = nlohmann::json::parse(*text, nullptr, false);
+  if (value.is_discarded()) return std::unexpected("the summary's JSON rendering does not parse");
+  return value;
+}
+
+std::expected<std::string, std::string> EventText::summary_text(
+    std::span<const std::uint8_t> summary) const {
+  return render(impl_->summary_text, summary);
 }
 
 }  // namespace vtrace::cli

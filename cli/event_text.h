@@ -1,5 +1,5 @@
-// Text and JSON renderings of one event, by FlatBuffers' text generator over the embedded
-// schema/vtrace.fbs: every field of every event, named as in the schema.
+// Text and JSON renderings of one event, or of a trace's footer summary, by FlatBuffers' text
+// generator over the embedded schema/vtrace.fbs: every field, named as in the schema.
 #pragma once
 
 #include <cstdint>
@@ -25,6 +25,11 @@ class EventText {
   std::expected<nlohmann::json, std::string> json(std::span<const std::uint8_t> event) const;
   // The same, in FlatBuffers' compact text form (unquoted keys), for people.
   std::expected<std::string, std::string> text(std::span<const std::uint8_t> event) const;
+  // A `vtrace.fb.TraceSummary` (TraceReader::summary()), as JSON and as text. The bytes must have
+  // passed schema::read_trace_summary (the verifier); the generator trusts its input.
+  std::expected<nlohmann::json, std::string> summary_json(
+      std::span<const std::uint8_t> summary) const;
+  std::expected<std::string, std::string> summary_text(std::span<const std::uint8_t> summary) const;
 
  private:
   struct Impl;

@@ -10,6 +10,7 @@
 #include <csignal>
 #include <fstream>
 #include <iterator>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "run_vtrace.h"
@@ -99,6 +100,10 @@ void check_stopped_by(int signal, const std::string& name) {
                                      "boundary",
                                      name)) != std::string::npos);
   CHECK(info.output.find("status:      complete") != std::string::npos);
+  auto summary = run_vtrace(fmt::format("dump --summary --json {}", out.string()));
+  INFO(summary.output);
+  CHECK(summary.code == 0);
+  CHECK(nlohmann::json::parse(summary.output)["summary"]["interrupted_by"] == name);
   auto replay = run_vtrace(fmt::format("replay {}", out.string()));
   INFO(replay.output);
   CHECK(replay.code == 0);

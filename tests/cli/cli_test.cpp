@@ -1,6 +1,7 @@
 // Smoke tests of the `vtrace` executable: real output content and documented exit codes.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -120,6 +121,54 @@ TEST_CASE("vtrace dump --json prints one JSON object per event with the document
   CHECK(ranged.output.starts_with("#2 Admit admit(weight.reference.linear, 8 bytes) {"));
   CHECK(ranged.output.find("#3 ") != std::string::npos);
   CHECK(ranged.output.find("#4 ") == std::string::npos);
+}
+
+TEST_CASE("vtrace dump --summary prints every field of the footer's summary, or says it is missing",
+          "[cli]") {
+  // decode-short's footer, as the recorder tallied it (the summary tally test rebuilds it from
+  // the events): 129 events, its counts by kind summing to that.
+  auto json = run_vtrace(fmt::format("dump --summary --json {}", golden("decode-short")));
+  INFO(json.output);
+  REQUIRE(json.code == 0);
+  REQUIRE(std::count(json.output.begin(), json.output.end(), '\n') == 1);
+  const auto j = nlohmann::json::parse(json.output)["summary"];
+  CHECK(j["events"] == 129);
+  std::uint64_t by_kind = 0;
+  for (const auto& count : j["event_counts"]) by_kind += count["count"].get<std::uint64_t>();
+  CHECK(by_kind == 129);
+  for (const char* field :
+       {"blobs", "blob_references", "payload_raw_bytes", "payload_referenced_bytes", "submits",
+        "readback_bytes", "upload_bytes", "final_counters"}) {
+    INFO(field);
+    CHECK(j.contains(field));
+  }
+  CHECK(j["submits"].get<std::uint64_t>() > 0);
+  CHECK_FALSE(j.contains("interrupted_by"));  // the recording ran to its end
+  auto text = run_vtrace(fmt::format("dump --summary {}", golden("decode-short")));
+  CHECK(text.code == 0);
+  CHECK(text.output.starts_with("summary {event_counts: [{kind: \"Admit\""));
+  CHECK(text.output.find("events: 129,") != std::string::npos);
+  // Not with the event options: it replaces the event listing.
+  auto both = run_vtrace(fmt::format("dump --summary --events 1:3 {}", golden("tiny")));
+  CHECK(both.code == 2);
+  CHECK(both.output.find("--events excludes --summary") != std::string::npos);
+  // A cut trace has no footer: the summary is missing, and the reader's note says why.
+  vtrace::test::ScratchDir dir("cli-dump-summary");
+  {
+    std::ifstream in(golden("decode-short"), std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::ofstream(dir / "cut.vtrace", std::ios::binary) << bytes.substr(0, bytes.size() / 2);
+  }
+  const auto cut = (dir / "cut.vtrace").string();
+  auto missing = run_vtrace(fmt::format("dump --summary {}", cut));
+  INFO(missing.output);
+  CHECK(missing.code == 0);
+  CHECK(missing.output.starts_with("summary: none ("));
+  auto missing_json = run_vtrace(fmt::format("dump --summary --json {}", cut));
+  CHECK(missing_json.code == 0);
+  const auto m = nlohmann::json::parse(missing_json.output);
+  CHECK(m["summary"].is_null());
+  CHECK_FALSE(m["note"].get<std::string>().empty());
 }
 
 TEST_CASE("vtrace verify accepts a golden trace and rejects a cut one", "[cli]") {
