@@ -114,6 +114,9 @@ int run_info(const InfoOptions& o) {
         "end\n",
         summary->interrupted_by()->str());
   }
+  if (summary != nullptr && summary->repaired() != nullptr) {
+    fmt::print("repaired:    {}\n", summary->repaired()->str());
+  }
   return kExitOk;
 }
 

@@ -50,24 +50,8 @@ class RenamingSink final : public schema::ByteSink {
   std::string temporary_, final_;
 };
 
-std::string events_lost_text(const schema::RepairDrop& d) {
-  if (d.events_lost) {
-    if (*d.events_lost == 0) return "no events lost";
-    return fmt::format("{} events lost (events {} to {})", *d.events_lost, d.first_event,
-                       d.first_event + *d.events_lost - 1);
-  }
-  return fmt::format(
-      "events lost: unknown after event {}",
-      d.first_event == 0 ? std::string("(none kept)") : std::to_string(d.first_event - 1));
-}
-
 std::string drop_text(const schema::RepairDrop& d) {
-  std::string where = d.frame_index ? fmt::format(" {}", *d.frame_index) : "";
-  std::string bytes = d.part == schema::RepairDrop::Part::kEvents
-                          ? std::string()
-                          : fmt::format(" at offset {} ({} bytes)", d.file_offset, d.bytes);
-  return fmt::format("{}{}{}: {}: {}", schema::repair_part_name(d.part), where, bytes,
-                     events_lost_text(d), d.reason);
+  return fmt::format("{}: {}", schema::repair_drop_where(d), d.reason);
 }
 
 nlohmann::json to_json(const RepairCommandOptions& o, const schema::RepairReport& r) {

@@ -146,6 +146,25 @@ std::vector<RepairDrop> lost_parts(const TraceReader& salvaged, const TraceReade
 
 }  // namespace
 
+std::string repair_drop_where(const RepairDrop& d) {
+  const std::string where = d.frame_index ? fmt::format(" {}", *d.frame_index) : "";
+  const std::string bytes = d.part == RepairDrop::Part::kEvents
+                                ? std::string()
+                                : fmt::format(" at offset {} ({} bytes)", d.file_offset, d.bytes);
+  std::string lost;
+  if (!d.events_lost) {
+    lost = fmt::format(
+        "events lost: unknown after event {}",
+        d.first_event == 0 ? std::string("(none kept)") : std::to_string(d.first_event - 1));
+  } else if (*d.events_lost == 0) {
+    lost = "no events lost";
+  } else {
+    lost = fmt::format("{} events lost (events {} to {})", *d.events_lost, d.first_event,
+                       d.first_event + *d.events_lost - 1);
+  }
+  return fmt::format("{}{}{}: {}", repair_part_name(d.part), where, bytes, lost);
+}
+
 std::string_view repair_part_name(RepairDrop::Part part) {
   switch (part) {
     case RepairDrop::Part::kDamagedFrame:
@@ -253,7 +272,14 @@ TraceResult<RepairReport> repair_trace(const ByteSource& source, const OpenOutpu
   });
   if (!copied) return std::unexpected(copied.error());
   if (failure) return std::unexpected(*failure);
-  auto closed = (*writer)->close(summary.finish((*writer)->stats()));
+  // The marker: what was kept and dropped, in the trace itself (no file names, so the same
+  // damage gives the same bytes wherever the file lies).
+  std::string repaired = fmt::format("vtrace repair kept events 0 to {}", keep - 1);
+  for (std::size_t i = 0; i < report.drops.size(); ++i) {
+    repaired +=
+        fmt::format("{}{}", i == 0 ? "; dropped " : "; ", repair_drop_where(report.drops[i]));
+  }
+  auto closed = (*writer)->close(summary.finish((*writer)->stats(), std::nullopt, {}, repaired));
   if (!closed) return std::unexpected(closed.error());
   report.events_kept = closed->events;
   report.payloads_kept = closed->blobs;

@@ -28,7 +28,8 @@ void SummaryTally::add(const fb::Event& event) {
 
 std::vector<std::uint8_t> SummaryTally::finish(const TraceWriteStats& stats,
                                                const std::optional<fb::Counters>& final_counters,
-                                               std::string_view interrupted_by) const {
+                                               std::string_view interrupted_by,
+                                               std::string_view repaired) const {
   std::vector<std::pair<std::string_view, std::uint64_t>> named;
   for (std::size_t i = 0; i < kKinds; ++i) {
     if (counts_[i] != 0)
@@ -49,6 +50,8 @@ std::vector<std::uint8_t> SummaryTally::finish(const TraceWriteStats& stats,
   if (!interrupted_by.empty()) {
     interrupted = fbb.CreateString(interrupted_by.data(), interrupted_by.size());
   }
+  flatbuffers::Offset<flatbuffers::String> repaired_text;
+  if (!repaired.empty()) repaired_text = fbb.CreateString(repaired.data(), repaired.size());
   const std::optional<fb::Counters>& counters = final_counters ? final_counters : last_counters_;
   fb::TraceSummaryBuilder b(fbb);
   b.add_event_counts(counts_v);
@@ -62,6 +65,7 @@ std::vector<std::uint8_t> SummaryTally::finish(const TraceWriteStats& stats,
   b.add_readback_bytes(readback_bytes_);
   b.add_upload_bytes(upload_bytes_);
   if (!interrupted.IsNull()) b.add_interrupted_by(interrupted);
+  if (!repaired_text.IsNull()) b.add_repaired(repaired_text);
   fbb.Finish(b.Finish());
   return {fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize()};
 }

@@ -69,6 +69,19 @@ std::string check_repair(const fs::path& in, const fs::path& out, const ScratchD
   const Replayed fixed = replay_executed(out, dir / "out.json");
   CHECK(fixed.code == 0);
   if (original.code == 0) CHECK(fixed.executed == original.executed);
+  // The repaired trace says so itself: `info` shows the summary's marker, with the events kept
+  // (those the output holds) and, after them, the parts dropped.
+  if (repaired.output.find("nothing to repair") == std::string::npos) {
+    auto reader = vs::TraceReader::open(out);
+    REQUIRE(reader.has_value());
+    auto info = run_vtrace(fmt::format("info {}", out.string()));
+    INFO(info.output);
+    CHECK(info.output.find(fmt::format("\nrepaired:    vtrace repair kept events 0 to {}",
+                                       (*reader)->event_count() - 1)) != std::string::npos);
+    if (repaired.output.find("  dropped ") != std::string::npos) {
+      CHECK(info.output.find("; dropped ") != std::string::npos);
+    }
+  }
   return repaired.output;
 }
 

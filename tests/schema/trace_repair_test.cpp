@@ -133,6 +133,14 @@ void check_repaired(const Bytes& original, const Repaired& r, std::uint64_t even
   std::uint64_t counted = 0;
   for (const auto* c : *summary->event_counts()) counted += c->count();
   CHECK(counted == events);
+  // The marker says what was kept and each part dropped, in the report's order.
+  std::string marker = fmt::format("vtrace repair kept events 0 to {}", events - 1);
+  for (std::size_t i = 0; i < r.report->drops.size(); ++i) {
+    marker += (i == 0 ? "; dropped " : "; ") + vs::repair_drop_where(r.report->drops[i]);
+  }
+  REQUIRE(summary->repaired() != nullptr);
+  CHECK(summary->repaired()->str() == marker);
+  CHECK(summary->interrupted_by() == nullptr);
   // Every payload an event names is there.
   CHECK(replayable_events(r.bytes) == events);
 }
@@ -149,6 +157,9 @@ TEST_CASE("repair of an intact trace copies it byte for byte and says nothing to
     CHECK(r.report->drops.empty());
     CHECK(r.bytes == input);
     CHECK(r.report->events_kept == open_ok(input)->event_count());
+    const auto* summary = vs::read_trace_summary(open_ok(r.bytes)->summary());
+    REQUIRE(summary != nullptr);
+    CHECK(summary->repaired() == nullptr);  // nothing was repaired
   }
 }
 
@@ -247,6 +258,19 @@ TEST_CASE(
     CHECK(later.first_event == frames[3].first_event);
     CHECK(later.events_lost ==
           std::optional<std::uint64_t>(reader->event_count() - frames[3].first_event));
+    // The marker in the repaired trace's summary, spelled out once.
+    const auto* summary = vs::read_trace_summary(open_ok(r.bytes)->summary());
+    REQUIRE(summary != nullptr);
+    REQUIRE(summary->repaired() != nullptr);
+    CHECK(summary->repaired()->str() ==
+          fmt::format("vtrace repair kept events 0 to {}; dropped damaged frame 2 at offset {} ({} "
+                      "bytes): {} events lost (events {} to {}); later frames 3 at offset {} ({} "
+                      "bytes): {} events lost (events {} to {})",
+                      frames[2].first_event - 1, frames[2].file_offset, frames[2].compressed_bytes,
+                      frames[2].event_count, frames[2].first_event, frames[3].first_event - 1,
+                      frames[3].file_offset, later.bytes,
+                      reader->event_count() - frames[3].first_event, frames[3].first_event,
+                      reader->event_count() - 1));
   }
   SECTION("without the footer: the loss is unknown after the last event kept") {
     const Bytes input(damaged.begin(), damaged.begin() + static_cast<std::ptrdiff_t>(

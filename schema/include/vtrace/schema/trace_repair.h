@@ -61,6 +61,10 @@ struct RepairDrop {
 };
 
 std::string_view repair_part_name(RepairDrop::Part part);  // "damaged frame", "cut frame", ...
+// A drop without its reason: "cut frame 0 at offset 15274 (86 bytes): events lost: unknown after
+// event 592", "events: 3 events lost (events 40 to 42)". `vtrace repair` prints it with the
+// reason after it; the repaired trace's summary (`repaired`) carries it as it is.
+std::string repair_drop_where(const RepairDrop& drop);
 
 struct RepairReport {
   bool nothing_to_repair = false;  // the input verified: the output is a byte-identical copy

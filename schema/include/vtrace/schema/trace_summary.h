@@ -13,6 +13,7 @@
 //                   CounterSnapshot's; absent when neither exists
 //   blobs, blob_references, payload_raw_bytes, payload_referenced_bytes: the writer's statistics
 //   interrupted_by  the caller's, when not empty
+//   repaired        the caller's, when not empty (only repair sets it)
 //
 // Ownership: a value type; add() reads the event and keeps nothing of it.
 // Thread rules: none; one tally per trace, used by one writer at a time.
@@ -38,7 +39,8 @@ class SummaryTally {
   // The summary's bytes, for TraceWriter::close.
   std::vector<std::uint8_t> finish(const TraceWriteStats& stats,
                                    const std::optional<fb::Counters>& final_counters = std::nullopt,
-                                   std::string_view interrupted_by = {}) const;
+                                   std::string_view interrupted_by = {},
+                                   std::string_view repaired = {}) const;
 
  private:
   static constexpr std::size_t kKinds = static_cast<std::size_t>(fb::EventBody::MAX) + 1;
