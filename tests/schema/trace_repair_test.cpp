@@ -157,7 +157,8 @@ TEST_CASE("repair of an intact trace copies it byte for byte and says nothing to
     CHECK(r.report->drops.empty());
     CHECK(r.bytes == input);
     CHECK(r.report->events_kept == open_ok(input)->event_count());
-    const auto* summary = vs::read_trace_summary(open_ok(r.bytes)->summary());
+    const auto repaired_reader = open_ok(r.bytes);  // owns the summary's bytes
+    const auto* summary = vs::read_trace_summary(repaired_reader->summary());
     REQUIRE(summary != nullptr);
     CHECK(summary->repaired() == nullptr);  // nothing was repaired
   }
@@ -259,7 +260,8 @@ TEST_CASE(
     CHECK(later.events_lost ==
           std::optional<std::uint64_t>(reader->event_count() - frames[3].first_event));
     // The marker in the repaired trace's summary, spelled out once.
-    const auto* summary = vs::read_trace_summary(open_ok(r.bytes)->summary());
+    const auto repaired_reader = open_ok(r.bytes);  // owns the summary's bytes
+    const auto* summary = vs::read_trace_summary(repaired_reader->summary());
     REQUIRE(summary != nullptr);
     REQUIRE(summary->repaired() != nullptr);
     CHECK(summary->repaired()->str() ==
