@@ -225,7 +225,7 @@ void add_dump_command(CLI::App& app, const GlobalOptions& /*global*/, RunFunctio
   auto* summary = cmd->add_flag(
       "--summary", options->summary,
       "Print the footer's summary (every field: counts by kind, submits, bytes, final counters, "
-      "interrupted_by) instead of the events");
+      "interrupted_by, repaired) instead of the events");
   for (const char* other : {"--events", "--payloads", "--payload-bytes"}) {
     summary->excludes(cmd->get_option(other));
   }
