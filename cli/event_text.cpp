@@ -43,7 +43,7 @@ std::expected<std::string, std::string> render(const flatbuffers::Parser& parser
                                                std::span<const std::uint8_t> event) {
   std::string out;
   if (!flatbuffers::GenerateText(parser, event.data(), &out)) {
-    return std::unexpected("the event could not be rendered as text");
+    return std::unexpected("the bytes could not be rendered as text");
   }
   while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
   return out;
@@ -84,16 +84,23 @@ void add_payload_hex(nlohmann::json& value, const flatbuffers::StructDef& def) {
 }
 }  // namespace
 
-std::expected<nlohmann::json, std::string> EventText::json(
-    std::span<const std::uint8_t> event) const {
-  auto text = render(impl_->json, event);
+namespace {
+// `bytes` rendered by `parser` as JSON, with `hex` added to every payload id (add_payload_hex,
+// from the parser's root table).
+std::expected<nlohmann::json, std::string> render_json(const flatbuffers::Parser& parser,
+                                                       std::span<const std::uint8_t> bytes) {
+  auto text = render(parser, bytes);
   if (!text) return std::unexpected(text.error());
   auto value = nlohmann::json::parse(*text, nullptr, false);
-  if (value.is_discarded()) return std::unexpected("the event's JSON rendering does not parse");
-  if (const auto* root = impl_->json.root_struct_def_; root != nullptr) {
-    add_payload_hex(value, *root);
-  }
+  if (value.is_discarded()) return std::unexpected("the JSON rendering does not parse");
+  if (const auto* root = parser.root_struct_def_; root != nullptr) add_payload_hex(value, *root);
   return value;
+}
+}  // namespace
+
+std::expected<nlohmann::json, std::string> EventText::json(
+    std::span<const std::uint8_t> event) const {
+  return render_json(impl_->json, event);
 }
 
 std::expected<std::string, std::string> EventText::text(std::span<const std::uint8_t> event) const {
@@ -102,11 +109,7 @@ std::expected<std::string, std::string> EventText::text(std::span<const std::uin
 
 std::expected<nlohmann::json, std::string> EventText::summary_json(
     std::span<const std::uint8_t> summary) const {
-  auto text = render(impl_->summary_json, summary);
-  if (!text) return std::unexpected(text.error());
-  auto value = nlohmann::json::parse(*text, nullptr, false);
-  if (value.is_discarded()) return std::unexpected("the summary's JSON rendering does not parse");
-  return value;
+  return render_json(impl_->summary_json, summary);
 }
 
 std::expected<std::string, std::string> EventText::summary_text(
