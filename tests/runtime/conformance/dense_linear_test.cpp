@@ -395,6 +395,89 @@ TEST_CASE("all shared dense-linear vectors match through the runtime",
   CHECK(counters(*runtime).live_allocations == 0);
 }
 
+// Every one of the 65536 f16 bit patterns through the runtime's dense linear: as an input of a
+// many-row launch (k = 1, so each output is one product: the f16 -> f32 staging, the product and
+// the f32 -> f16 rounding of every pattern, scaled into overflow and subnormal rounding), and as
+// a weight of a few-row launch (a decode shape: rows <= 8) and of a many-row one (the two shape
+// classes a GPU runtime may send to different kernels). Exact runtimes: bit for bit the model;
+// an approximate one within wrong_elements' tolerance.
+TEST_CASE(
+    "every f16 pattern as an input and as a weight equals the model, in few-row and many-row "
+    "launches",
+    "[conformance][dense_linear][patterns]") {
+  VTRACE_CONFORMANCE_OPEN(runtime, "device.conformance.0");
+  const RuntimeTraits& t = traits();
+  auto stream = stream_of(*runtime);
+  constexpr std::size_t kPatterns = 65536;
+  {
+    // Weights 1, -1, 0.5, 2, 0 and 65504 (the largest finite f16).
+    const std::vector<std::uint16_t> scales = {0x3C00, 0xBC00, 0x3800, 0x4000, 0x0000, 0x7BFF};
+    std::vector<std::uint16_t> patterns(kPatterns);
+    for (std::size_t i = 0; i < kPatterns; ++i) patterns[i] = static_cast<std::uint16_t>(i);
+    const auto input = raw_f16(patterns);
+    const auto weight = raw_f16(scales);
+    const auto actual = run_dense(*runtime, *stream, input, weight, kPatterns, 1, scales.size());
+    REQUIRE(actual.size() == kPatterns * scales.size() * 2);
+    CHECK(wrong_elements(actual, t.model(input, weight, kPatterns, 1, scales.size())) == 0);
+    // Independently of any model: +0 + x * 1 is x (a NaN comes out as a NaN; -0 as +0, the sum
+    // of +0 and -0), so the f16 -> f32 -> f16 path of every pattern is the identity.
+    std::size_t not_identity = 0;
+    for (std::size_t x = 0; x < kPatterns; ++x) {
+      const std::uint16_t got = load_u16(actual, x * scales.size());
+      const auto bits = static_cast<std::uint16_t>(x);
+      const std::uint16_t want = bits == 0x8000 ? std::uint16_t{0} : bits;
+      if (is_f16_nan(bits) ? !is_f16_nan(got) : got != want) ++not_identity;
+    }
+    CHECK(not_identity == 0);
+  }
+  for (const std::size_t rows : {std::size_t{5}, std::size_t{9}}) {
+    INFO("every pattern as a weight, rows " << rows);
+    // Weight line o: the pattern o, a scrambled pattern and o with its sign flipped.
+    std::vector<std::uint16_t> weights(kPatterns * 3);
+    for (std::size_t o = 0; o < kPatterns; ++o) {
+      weights[3 * o] = static_cast<std::uint16_t>(o);
+      weights[3 * o + 1] = static_cast<std::uint16_t>((o * 40503 + 1) & 0xFFFF);
+      weights[3 * o + 2] = static_cast<std::uint16_t>(o ^ 0x8000);
+    }
+    // Rows: picks the first weight alone, sums all three, and mixes scales, extremes, subnormal
+    // and infinite inputs.
+    const std::vector<std::uint16_t> lines = {
+        0x3C00, 0x0000, 0x0000,  // 1, 0, 0
+        0x3C00, 0x3C00, 0x3C00,  // 1, 1, 1
+        0x3800, 0xC200, 0x1419,  // 0.5, -3, ~0.001
+        0x7BFF, 0x0001, 0x8000,  // 65504, 2^-24, -0
+        0x0200, 0x7C00, 0x3C01,  // a subnormal, inf, 1 + 2^-10
+        0xBC00, 0x0000, 0x0000,  // -1, 0, 0
+        0x4000, 0x3555, 0xB400,  // 2, ~1/3, -0.25
+        0x0000, 0x0000, 0x0000,  // zeros
+        0x3A00, 0xFBFF, 0x03FF,  // 0.75, -65504, the largest subnormal
+    };
+    const std::vector<std::uint16_t> used(lines.begin(),
+                                          lines.begin() + static_cast<std::ptrdiff_t>(3 * rows));
+    const auto input = raw_f16(used);
+    const auto weight = raw_f16(weights);
+    const auto actual = run_dense(*runtime, *stream, input, weight, rows, 3, kPatterns);
+    REQUIRE(actual.size() == rows * kPatterns * 2);
+    CHECK(wrong_elements(actual, t.model(input, weight, rows, 3, kPatterns)) == 0);
+    // Row 0 (1, 0, 0) gives every pattern back, but where 0 * inf or 0 * NaN in the other two
+    // weights makes the sum NaN: a finite second and third weight leave the first alone.
+    std::size_t not_identity = 0;
+    std::size_t checked = 0;
+    for (std::size_t o = 0; o < kPatterns; ++o) {
+      const auto finite = [](std::uint16_t b) { return (b & 0x7C00) != 0x7C00; };
+      if (!finite(weights[3 * o + 1]) || !finite(weights[3 * o + 2])) continue;
+      const std::uint16_t got = load_u16(actual, o);
+      const std::uint16_t bits = weights[3 * o];
+      // -0 * 1 + 0 * w + 0 * w' starts from +0: the sum of +0 and -0 is +0.
+      const std::uint16_t want = bits == 0x8000 ? std::uint16_t{0} : bits;
+      if (is_f16_nan(bits) ? !is_f16_nan(got) : got != want) ++not_identity;
+      ++checked;
+    }
+    CHECK(checked > 60000);
+    CHECK(not_identity == 0);
+  }
+}
+
 TEST_CASE("packed and participant-loop batches bit-equal single-participant runs and the analytic values",
           "[conformance][dense_linear][mixed][counters]") {
   VTRACE_CONFORMANCE_OPEN(runtime, "device.conformance.0");
