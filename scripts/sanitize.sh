@@ -32,8 +32,10 @@ case "$mode" in
     # The tests whose code runs on more than one thread: the writer's background compressor and
     # its timer flush (every schema container test), the recorder's serialized calls from four
     # threads and the replay of such a trace, the conformance suite's submits from several
-    # threads, and the CPU runtimes' worker pools (their kernel tests).
-    targets=(schema_test recorder_test runtime_conformance_test runtime_cpu_kernels_test)
+    # threads, the CPU runtimes' worker pools (their kernel tests), and the CUDA kernels' device
+    # code run on the host (a thread per CUDA thread: a missing __syncthreads is a data race).
+    targets=(schema_test recorder_test runtime_conformance_test runtime_cpu_kernels_test
+             runtime_cuda_arith_test)
     ctest_filter=(-L "^($(IFS='|'; echo "${targets[*]}"))\$")
     ;;
   *)

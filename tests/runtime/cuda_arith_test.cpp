@@ -1,17 +1,24 @@
 // The strict CUDA kernel's arithmetic, compiled for the host (runtime/cuda/src/strict_arith.h),
 // against the reference runtime: the NaN output rule, the fmaf step against the reference's
-// multiply-then-add, and the two kernels' tile walks (host emulations built from the same helpers
-// the kernels call) against the reference dense-linear kernel on shapes with odd tails. Needs no
-// GPU and no CUDA toolkit: it runs in every build. The f16 conversions need no test here: the
-// kernels call vtrace/runtime/f16_bits.h, the reference's own code, which numerics_test checks on
-// every pattern.
+// multiply-then-add, and the two kernels' own device code (runtime/cuda/src/kernels_device.h,
+// compiled here for the host through cuda_host_shim.h: a std::thread per CUDA thread) against
+// the reference dense-linear kernel on shapes with odd tails (k, rows and outputs not multiples
+// of the tiles), every row count of the decode kernel, aligned and unaligned operands, and tiled
+// launches split into row chunks. Needs no GPU
+// and no CUDA toolkit: it runs in every build. On the host the staging conversion is f16_bits.h's
+// to_f32 (numerics_test checks it on every pattern); the device's (cvt.f32.f16) is checked by
+// the conformance suite's every-pattern case on a GPU.
+#include <algorithm>
 #include <bit>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <random>
 #include <vector>
 
+#include "cuda_host_shim.h"  // before kernels_device.h: CUDA's names, on the host
+#include "kernels_device.h"
 #include "reference/dense_linear_kernel.h"
 #include "strict_arith.h"
 #include "vtrace/runtime/f16.h"
@@ -127,6 +134,97 @@ Outcome run_shape(const Shape& s, std::uint32_t seed, Emulate emulate) {
   return outcome;
 }
 
+// ---- the device code on the host (cuda_host_shim.h) ---------------------------------------------
+namespace device = vtrace::runtime::cuda::kernels::device;
+namespace shim = vtrace::cuda_host_shim;
+
+// Operand bytes at an address that is 16-byte aligned plus `offset` (0: aligned; 2: only the
+// f16 alignment, which takes the kernels' byte loads).
+struct Operand {
+  std::vector<uint4> storage;
+  const std::uint8_t* bytes = nullptr;
+  Operand(const std::uint16_t* values, std::size_t count, std::size_t offset)
+      : storage((2 * count + offset) / sizeof(uint4) + 1) {
+    auto* base = reinterpret_cast<std::uint8_t*>(storage.data()) + offset;
+    std::memcpy(base, values, 2 * count);  // little-endian f16, as the device buffers hold them
+    bytes = base;
+  }
+};
+
+// As kernels.cu's launcher: `vec` when both operands are 16-byte aligned and k is a multiple of 8.
+bool vec_loads(const Operand& a, const Operand& w, long k) {
+  return reinterpret_cast<std::uintptr_t>(a.bytes) % 16 == 0 &&
+         reinterpret_cast<std::uintptr_t>(w.bytes) % 16 == 0 && k % device::kGroup == 0;
+}
+
+template <int Rows>
+void run_decode_on_host(const Operand& a, const Operand& w, std::uint8_t* out, long k, long outs) {
+  const auto blocks =
+      static_cast<unsigned>((outs + strict::kDecodeTileOut - 1) / strict::kDecodeTileOut);
+  const bool vec = vec_loads(a, w, k);
+  shim::launch({blocks, 1, 1}, {static_cast<unsigned>(strict::kDecodeTileOut), Rows, 1},
+               [&] { device::decode_kernel<Rows>(a.bytes, w.bytes, out, k, outs, vec); });
+}
+
+// The decode kernel's device code for rows 1..8, operands at `offset` from 16-byte alignment.
+void device_decode(const std::uint16_t* in, const std::uint16_t* w, std::uint16_t* out,
+                   const Shape& s, std::size_t offset) {
+  const Operand a(in, static_cast<std::size_t>(s.rows * s.k), offset);
+  const Operand b(w, static_cast<std::size_t>(s.out * s.k), offset);
+  std::vector<std::uint8_t> result(static_cast<std::size_t>(2 * s.rows * s.out), 0xFF);
+  switch (s.rows) {
+    case 1:
+      run_decode_on_host<1>(a, b, result.data(), s.k, s.out);
+      break;
+    case 2:
+      run_decode_on_host<2>(a, b, result.data(), s.k, s.out);
+      break;
+    case 3:
+      run_decode_on_host<3>(a, b, result.data(), s.k, s.out);
+      break;
+    case 4:
+      run_decode_on_host<4>(a, b, result.data(), s.k, s.out);
+      break;
+    case 5:
+      run_decode_on_host<5>(a, b, result.data(), s.k, s.out);
+      break;
+    case 6:
+      run_decode_on_host<6>(a, b, result.data(), s.k, s.out);
+      break;
+    case 7:
+      run_decode_on_host<7>(a, b, result.data(), s.k, s.out);
+      break;
+    case 8:
+      run_decode_on_host<8>(a, b, result.data(), s.k, s.out);
+      break;
+    default:
+      FAIL("the decode kernel takes 1 to 8 rows, not " << s.rows);
+  }
+  std::memcpy(out, result.data(), result.size());
+}
+
+// The tiled kernel's device code, its row blocks launched `chunk` at a time (kernels.cu launches
+// 65535 at a time, gridDim.y's limit; a smaller chunk exercises row_base).
+void device_tiled(const std::uint16_t* in, const std::uint16_t* w, std::uint16_t* out,
+                  const Shape& s, std::size_t offset, unsigned chunk) {
+  const Operand a(in, static_cast<std::size_t>(s.rows * s.k), offset);
+  const Operand b(w, static_cast<std::size_t>(s.out * s.k), offset);
+  std::vector<std::uint8_t> result(static_cast<std::size_t>(2 * s.rows * s.out), 0xFF);
+  const bool vec = vec_loads(a, b, s.k);
+  const auto row_blocks =
+      static_cast<unsigned>((s.rows + strict::kTiledTileRows - 1) / strict::kTiledTileRows);
+  const auto col_blocks =
+      static_cast<unsigned>((s.out + strict::kTiledTileOut - 1) / strict::kTiledTileOut);
+  for (unsigned first = 0; first < row_blocks; first += chunk) {
+    const unsigned count = std::min(chunk, row_blocks - first);
+    const long row_base = static_cast<long>(first) * strict::kTiledTileRows;
+    shim::launch({col_blocks, count, 1}, {static_cast<unsigned>(strict::kTiledThreads), 1, 1}, [&] {
+      device::tiled_kernel(a.bytes, b.bytes, result.data(), s.rows, row_base, s.k, s.out, vec);
+    });
+  }
+  std::memcpy(out, result.data(), result.size());
+}
+
 }  // namespace
 
 TEST_CASE("cuda strict output_bits writes NaN as 0x7E00 and every other value as f32_to_f16",
@@ -174,54 +272,64 @@ TEST_CASE(
   CHECK(differing == 0);
 }
 
-TEST_CASE("cuda decode kernel's tile walk equals the reference kernel on shapes with odd tails",
-          "[cuda][arith][kernel]") {
-  const auto emulate = [](const std::uint16_t* in, const std::uint16_t* w, std::uint16_t* out,
-                          const Shape& s) {
-    strict::host_emulate_decode(in, w, out, static_cast<int>(s.rows), s.k, s.out);
-  };
-  std::uint32_t seed = 1;
+TEST_CASE(
+    "cuda decode kernel's device code, run on the host, equals the reference kernel for rows 1 to "
+    "8",
+    "[cuda][arith][kernel][device]") {
+  std::uint32_t seed = 2000;
   std::size_t cases = 0;
   std::size_t order_shows = 0;
-  for (const long rows : {1L, 3L, 8L}) {
-    for (const long k : {1L, 7L, 127L, 128L, 129L, 300L, 1031L}) {
-      for (const long out : {1L, 31L, 33L, 70L}) {
-        INFO("rows " << rows << " k " << k << " out " << out << " seed " << seed);
-        const Outcome outcome = run_shape({rows, k, out}, seed++, emulate);
-        CHECK(outcome.differing == 0);
-        order_shows += outcome.order_shows;
-        ++cases;
+  for (long rows = 1; rows <= strict::kDecodeMaxRows; ++rows) {
+    // k from one element to past four tiles of 128 (the deepest ring), tails of every kind;
+    // outputs: one, a block, and a block and a part of one.
+    for (const long k : {1L, 8L, 127L, 136L, 300L, 1031L}) {
+      for (const long out : {1L, 32L, 70L}) {
+        for (const std::size_t offset : {std::size_t{0}, std::size_t{2}}) {
+          INFO("rows " << rows << " k " << k << " out " << out << " offset " << offset << " seed "
+                       << seed);
+          const auto emulate = [offset](const std::uint16_t* in, const std::uint16_t* w,
+                                        std::uint16_t* o,
+                                        const Shape& s) { device_decode(in, w, o, s, offset); };
+          const Outcome outcome = run_shape({rows, k, out}, seed++, emulate);
+          CHECK(outcome.differing == 0);
+          order_shows += outcome.order_shows;
+          ++cases;
+        }
       }
     }
   }
-  CHECK(cases == 84);
+  CHECK(cases == 288);
   INFO("outputs where k descending differs from k ascending: " << order_shows);
   CHECK(order_shows > 100);
 }
 
 TEST_CASE(
-    "cuda tiled kernel's tile walk and micro-tiles equal the reference kernel on shapes with odd "
-    "tails",
-    "[cuda][arith][kernel]") {
-  const auto emulate = [](const std::uint16_t* in, const std::uint16_t* w, std::uint16_t* out,
-                          const Shape& s) {
-    strict::host_emulate_tiled(in, w, out, s.rows, s.k, s.out);
-  };
-  std::uint32_t seed = 1000;
+    "cuda tiled kernel's device code, run on the host, equals the reference kernel, in row chunks "
+    "too",
+    "[cuda][arith][kernel][device]") {
+  std::uint32_t seed = 3000;
   std::size_t cases = 0;
   std::size_t order_shows = 0;
-  for (const long rows : {9L, 64L, 67L, 130L}) {
-    for (const long k : {1L, 15L, 16L, 17L, 100L}) {
-      for (const long out : {1L, 63L, 65L, 130L}) {
-        INFO("rows " << rows << " k " << k << " out " << out << " seed " << seed);
-        const Outcome outcome = run_shape({rows, k, out}, seed++, emulate);
-        CHECK(outcome.differing == 0);
-        order_shows += outcome.order_shows;
-        ++cases;
+  for (const long rows : {9L, 64L, 130L}) {
+    for (const long k : {1L, 16L, 17L, 40L, 100L}) {
+      for (const long out : {1L, 65L, 130L}) {
+        for (const std::size_t offset : {std::size_t{0}, std::size_t{2}}) {
+          const unsigned chunk = seed % 2 == 0 ? 65535u : 1u;
+          INFO("rows " << rows << " k " << k << " out " << out << " offset " << offset << " chunk "
+                       << chunk << " seed " << seed);
+          const auto emulate = [offset, chunk](const std::uint16_t* in, const std::uint16_t* w,
+                                               std::uint16_t* o, const Shape& s) {
+            device_tiled(in, w, o, s, offset, chunk);
+          };
+          const Outcome outcome = run_shape({rows, k, out}, seed++, emulate);
+          CHECK(outcome.differing == 0);
+          order_shows += outcome.order_shows;
+          ++cases;
+        }
       }
     }
   }
-  CHECK(cases == 80);
+  CHECK(cases == 90);
   INFO("outputs where k descending differs from k ascending: " << order_shows);
   CHECK(order_shows > 100);
 }

@@ -1,0 +1,91 @@
+// Just enough of CUDA, on the host, to run the strict kernels' device code
+// (runtime/cuda/src/kernels_device.h) in a test without a GPU: every CUDA thread of a block is a
+// std::thread, __syncthreads is a std::barrier of the block's threads, __shared__ arrays are
+// function statics (one block runs at a time, so they are the block's shared memory), and
+// threadIdx and blockIdx are thread_local. Nothing here is device-faithful beyond what the
+// kernels' indexing needs: it checks which thread loads, stages and reduces what, not timing,
+// memory ordering or occupancy.
+//
+// Include this, then kernels_device.h, in one translation unit without the CUDA headers.
+// Thread rules: launch() runs one launch to completion; not reentrant (the shared statics).
+// Errors: none; a kernel that never reaches a barrier its block waits at hangs (ctest's timeout).
+#pragma once
+
+#include <barrier>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <thread>
+#include <vector>
+
+#ifdef __CUDACC__
+#error "cuda_host_shim.h is for host compilers only"
+#endif
+
+#define __global__ inline
+#define __device__
+#define __shared__ static
+#define __align__(n) __attribute__((aligned(n)))
+#define __launch_bounds__(...)
+
+struct uint4 {
+  std::uint32_t x, y, z, w;
+};
+struct float4 {
+  float x, y, z, w;
+};
+inline uint4 make_uint4(std::uint32_t x, std::uint32_t y, std::uint32_t z, std::uint32_t w) {
+  return {x, y, z, w};
+}
+inline float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }
+
+struct HostDim3 {
+  unsigned x = 1, y = 1, z = 1;
+};
+
+namespace vtrace::cuda_host_shim {
+inline thread_local HostDim3 thread_index;
+inline thread_local HostDim3 block_index;
+inline thread_local std::barrier<>* block_barrier = nullptr;
+}  // namespace vtrace::cuda_host_shim
+
+#define threadIdx (::vtrace::cuda_host_shim::thread_index)
+#define blockIdx (::vtrace::cuda_host_shim::block_index)
+
+inline void __syncthreads() { vtrace::cuda_host_shim::block_barrier->arrive_and_wait(); }
+
+// The device's read-only load: a plain load of 16 bytes (the kernel passes only 16-byte aligned
+// addresses here; the copy does not rely on it).
+inline uint4 __ldg(const uint4* p) {
+  uint4 v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+namespace vtrace::cuda_host_shim {
+
+// Runs `kernel` (a callable taking no arguments: the kernel call with its arguments bound) on a
+// grid of grid.x * grid.y blocks of block.x * block.y threads, one block after the other.
+inline void launch(HostDim3 grid, HostDim3 block, const std::function<void()>& kernel) {
+  const unsigned threads = block.x * block.y;
+  for (unsigned by = 0; by < grid.y; ++by) {
+    for (unsigned bx = 0; bx < grid.x; ++bx) {
+      std::barrier<> barrier(static_cast<std::ptrdiff_t>(threads));
+      std::vector<std::thread> pool;
+      pool.reserve(threads);
+      for (unsigned ty = 0; ty < block.y; ++ty) {
+        for (unsigned tx = 0; tx < block.x; ++tx) {
+          pool.emplace_back([&, tx, ty] {
+            thread_index = {tx, ty, 0};
+            block_index = {bx, by, 0};
+            block_barrier = &barrier;
+            kernel();
+          });
+        }
+      }
+      for (auto& t : pool) t.join();
+    }
+  }
+}
+
+}  // namespace vtrace::cuda_host_shim
