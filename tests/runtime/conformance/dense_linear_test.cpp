@@ -420,7 +420,9 @@ TEST_CASE(
     REQUIRE(actual.size() == kPatterns * scales.size() * 2);
     CHECK(wrong_elements(actual, t.model(input, weight, kPatterns, 1, scales.size())) == 0);
     // Independently of any model: +0 + x * 1 is x (a NaN comes out as a NaN; -0 as +0, the sum
-    // of +0 and -0), so the f16 -> f32 -> f16 path of every pattern is the identity.
+    // of +0 and -0), so the f16 -> f32 -> f16 path of every pattern is the identity. Exact
+    // runtimes only: an approximate one (cuBLAS) owes only the tolerance, which lets it write
+    // -0, or flush a subnormal.
     std::size_t not_identity = 0;
     for (std::size_t x = 0; x < kPatterns; ++x) {
       const std::uint16_t got = load_u16(actual, x * scales.size());
@@ -428,7 +430,7 @@ TEST_CASE(
       const std::uint16_t want = bits == 0x8000 ? std::uint16_t{0} : bits;
       if (is_f16_nan(bits) ? !is_f16_nan(got) : got != want) ++not_identity;
     }
-    CHECK(not_identity == 0);
+    if (!t.approximate) CHECK(not_identity == 0);
   }
   for (const std::size_t rows : {std::size_t{5}, std::size_t{9}}) {
     INFO("every pattern as a weight, rows " << rows);
@@ -460,7 +462,8 @@ TEST_CASE(
     REQUIRE(actual.size() == rows * kPatterns * 2);
     CHECK(wrong_elements(actual, t.model(input, weight, rows, 3, kPatterns)) == 0);
     // Row 0 (1, 0, 0) gives every pattern back, but where 0 * inf or 0 * NaN in the other two
-    // weights makes the sum NaN: a finite second and third weight leave the first alone.
+    // weights makes the sum NaN: a finite second and third weight leave the first alone. Exact
+    // runtimes only, as above.
     std::size_t not_identity = 0;
     std::size_t checked = 0;
     for (std::size_t o = 0; o < kPatterns; ++o) {
@@ -474,7 +477,7 @@ TEST_CASE(
       ++checked;
     }
     CHECK(checked > 60000);
-    CHECK(not_identity == 0);
+    if (!t.approximate) CHECK(not_identity == 0);
   }
 }
 
