@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 
 #include "strict_arith.h"
 
@@ -40,6 +41,26 @@ __device__ inline uint4 load_group(const std::uint8_t* p, int valid, bool vec) {
   for (int e = 0; e < valid; ++e) h[e] = p[2 * e] | (static_cast<std::uint32_t>(p[2 * e + 1]) << 8);
   return make_uint4(h[0] | (h[1] << 16), h[2] | (h[3] << 16), h[4] | (h[5] << 16),
                     h[6] | (h[7] << 16));
+}
+
+// Four floats of shared memory at a 16-byte aligned address, as one 16-byte access. On the
+// device a float4 access; on the host (the shim) a memcpy, so the test's build reads the floats
+// through no other type.
+__device__ inline float4 load_float4(const float* p) {
+#ifdef __CUDA_ARCH__
+  return *reinterpret_cast<const float4*>(p);
+#else
+  float4 v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+#endif
+}
+__device__ inline void store_float4(float* p, const float4& v) {
+#ifdef __CUDA_ARCH__
+  *reinterpret_cast<float4*>(p) = v;
+#else
+  std::memcpy(p, &v, sizeof v);
+#endif
 }
 
 __device__ inline std::uint16_t group_element(const uint4& g, int e) {
@@ -126,16 +147,14 @@ __global__ void __launch_bounds__(kDecodeTileOut* Rows, 1)
       float* dst = &tile[decode_slot(is_weight ? line : line - kDecodeTileOut, kk)];
       if (valid == kGroup) {
         const uint4& v = slot[i];
-        reinterpret_cast<float4*>(dst)[0] =
-            make_float4(staged_value(static_cast<std::uint16_t>(v.x & 0xFFFFu)),
-                        staged_value(static_cast<std::uint16_t>(v.x >> 16)),
-                        staged_value(static_cast<std::uint16_t>(v.y & 0xFFFFu)),
-                        staged_value(static_cast<std::uint16_t>(v.y >> 16)));
-        reinterpret_cast<float4*>(dst)[1] =
-            make_float4(staged_value(static_cast<std::uint16_t>(v.z & 0xFFFFu)),
-                        staged_value(static_cast<std::uint16_t>(v.z >> 16)),
-                        staged_value(static_cast<std::uint16_t>(v.w & 0xFFFFu)),
-                        staged_value(static_cast<std::uint16_t>(v.w >> 16)));
+        store_float4(dst, make_float4(staged_value(static_cast<std::uint16_t>(v.x & 0xFFFFu)),
+                                      staged_value(static_cast<std::uint16_t>(v.x >> 16)),
+                                      staged_value(static_cast<std::uint16_t>(v.y & 0xFFFFu)),
+                                      staged_value(static_cast<std::uint16_t>(v.y >> 16))));
+        store_float4(dst + 4, make_float4(staged_value(static_cast<std::uint16_t>(v.z & 0xFFFFu)),
+                                          staged_value(static_cast<std::uint16_t>(v.z >> 16)),
+                                          staged_value(static_cast<std::uint16_t>(v.w & 0xFFFFu)),
+                                          staged_value(static_cast<std::uint16_t>(v.w >> 16))));
       } else {
         for (int e = 0; e < valid; ++e) dst[e] = staged_value(group_element(slot[i], e));
       }
@@ -243,12 +262,9 @@ __global__ void __launch_bounds__(kTiledThreads)
       if (t + kTiledDepth < tiles) load_tile(ring_a[s], ring_w[s], (t + kTiledDepth) * kTiledTileK);
       const int count = tile_count(k, k0, kTiledTileK);
       for (int kk = 0; kk < count; ++kk) {
-        const float4 a4 =
-            *reinterpret_cast<const float4*>(&tile_a[tiled_a_slot(kk, ty * kTiledMicroRows)]);
-        const float4 w0 =
-            *reinterpret_cast<const float4*>(&tile_w[tiled_w_slot(kk, tx * kTiledMicroOut)]);
-        const float4 w1 =
-            *reinterpret_cast<const float4*>(&tile_w[tiled_w_slot(kk, tx * kTiledMicroOut + 4)]);
+        const float4 a4 = load_float4(&tile_a[tiled_a_slot(kk, ty * kTiledMicroRows)]);
+        const float4 w0 = load_float4(&tile_w[tiled_w_slot(kk, tx * kTiledMicroOut)]);
+        const float4 w1 = load_float4(&tile_w[tiled_w_slot(kk, tx * kTiledMicroOut + 4)]);
         const float a[kTiledMicroRows] = {a4.x, a4.y, a4.z, a4.w};
         const float b[kTiledMicroOut] = {w0.x, w0.y, w0.z, w0.w, w1.x, w1.y, w1.z, w1.w};
         micro_step(acc, a, b);
