@@ -172,34 +172,11 @@ void device_decode(const std::uint16_t* in, const std::uint16_t* w, std::uint16_
   const Operand a(in, static_cast<std::size_t>(s.rows * s.k), offset);
   const Operand b(w, static_cast<std::size_t>(s.out * s.k), offset);
   std::vector<std::uint8_t> result(static_cast<std::size_t>(2 * s.rows * s.out), 0xFF);
-  switch (s.rows) {
-    case 1:
-      run_decode_on_host<1>(a, b, result.data(), s.k, s.out);
-      break;
-    case 2:
-      run_decode_on_host<2>(a, b, result.data(), s.k, s.out);
-      break;
-    case 3:
-      run_decode_on_host<3>(a, b, result.data(), s.k, s.out);
-      break;
-    case 4:
-      run_decode_on_host<4>(a, b, result.data(), s.k, s.out);
-      break;
-    case 5:
-      run_decode_on_host<5>(a, b, result.data(), s.k, s.out);
-      break;
-    case 6:
-      run_decode_on_host<6>(a, b, result.data(), s.k, s.out);
-      break;
-    case 7:
-      run_decode_on_host<7>(a, b, result.data(), s.k, s.out);
-      break;
-    case 8:
-      run_decode_on_host<8>(a, b, result.data(), s.k, s.out);
-      break;
-    default:
-      FAIL("the decode kernel takes 1 to 8 rows, not " << s.rows);
-  }
+  const auto run = [&](auto rows_constant) {
+    run_decode_on_host<decltype(rows_constant)::value>(a, b, result.data(), s.k, s.out);
+  };
+  if (!device::with_decode_rows(s.rows, run))
+    FAIL("the decode kernel takes 1 to 8 rows, not " << s.rows);
   std::memcpy(out, result.data(), result.size());
 }
 

@@ -32,27 +32,12 @@ cudaError_t launch_strict_dense_linear(const std::uint8_t* input, const std::uin
   const auto outs = static_cast<long long>(out_features);
   const bool vec = reinterpret_cast<std::uintptr_t>(input) % 16 == 0 &&
                    reinterpret_cast<std::uintptr_t>(weight) % 16 == 0 && in_features % kGroup == 0;
-  static_assert(kDecodeMaxRows == 8, "launch_decode is instantiated for rows 1 to 8");
-  switch (rows) {
-    case 1:
-      return launch_decode<1>(input, weight, output, k, outs, vec, stream);
-    case 2:
-      return launch_decode<2>(input, weight, output, k, outs, vec, stream);
-    case 3:
-      return launch_decode<3>(input, weight, output, k, outs, vec, stream);
-    case 4:
-      return launch_decode<4>(input, weight, output, k, outs, vec, stream);
-    case 5:
-      return launch_decode<5>(input, weight, output, k, outs, vec, stream);
-    case 6:
-      return launch_decode<6>(input, weight, output, k, outs, vec, stream);
-    case 7:
-      return launch_decode<7>(input, weight, output, k, outs, vec, stream);
-    case 8:
-      return launch_decode<8>(input, weight, output, k, outs, vec, stream);
-    default:
-      break;
-  }
+  cudaError_t decode_launched = cudaSuccess;
+  const auto decode = [&](auto rows_constant) {
+    decode_launched =
+        launch_decode<decltype(rows_constant)::value>(input, weight, output, k, outs, vec, stream);
+  };
+  if (with_decode_rows(static_cast<long long>(rows), decode)) return decode_launched;
   // gridDim.y is at most 65535: launch the row blocks in chunks.
   constexpr unsigned long long kMaxRowBlocks = 65535;
   const unsigned long long row_blocks = (rows + kTiledTileRows - 1) / kTiledTileRows;

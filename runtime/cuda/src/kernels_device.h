@@ -16,6 +16,8 @@
 
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
+#include <utility>
 
 #include "strict_arith.h"
 
@@ -113,38 +115,38 @@ __global__ void __launch_bounds__(kDecodeTileOut* Rows, 1)
   const long long col0 = static_cast<long long>(blockIdx.x) * kDecodeTileOut;
 
   uint4 ring[Shape::kDepth][Shape::kGroupsPerThread];
-  // Loads tile k0's groups of this thread into `slot`.
-  auto load_tile = [&](uint4(&slot)[Shape::kGroupsPerThread], long long k0) {
-    const int count = tile_count(k, k0, kDecodeTileK);
+  // Calls visit(i, is_weight, line, kk, valid) for each of this thread's groups of a tile with
+  // `count` valid k that holds data: i, its index in a ring slot; line, its line of the weight
+  // tile (output col0 + line) or of the input tile (row line); kk, its first k in the tile;
+  // valid, its element count (1 to 8). Groups past the k tail or the last output are skipped.
+  auto each_group = [&](int count, auto&& visit) {
     VTRACE_UNROLL
     for (int i = 0; i < Shape::kGroupsPerThread; ++i) {
       const int g = tid + i * Shape::kThreads;
       if (g >= Shape::kGroups) break;
-      const int line = g / kDecodeGroupsPerLine;
+      const int tile_line = g / kDecodeGroupsPerLine;  // weight lines first, then input rows
       const int kk = (g % kDecodeGroupsPerLine) * kGroup;
       const int valid = count - kk < kGroup ? count - kk : kGroup;
-      const bool is_weight = line < kDecodeTileOut;
-      const long long src_line = is_weight ? col0 + line : line - kDecodeTileOut;
-      if (valid <= 0 || (is_weight && src_line >= out_features)) continue;
-      const std::uint8_t* base = is_weight ? w : in;
-      slot[i] = load_group(base + 2 * (src_line * k + k0 + kk), valid, vec);
+      const bool is_weight = tile_line < kDecodeTileOut;
+      const int line = is_weight ? tile_line : tile_line - kDecodeTileOut;
+      if (valid <= 0 || (is_weight && col0 + line >= out_features)) continue;
+      visit(i, is_weight, line, kk, valid);
     }
+  };
+  // Loads tile k0's groups of this thread into `slot`.
+  auto load_tile = [&](uint4(&slot)[Shape::kGroupsPerThread], long long k0) {
+    each_group(
+        tile_count(k, k0, kDecodeTileK), [&](int i, bool is_weight, int line, int kk, int valid) {
+          const long long src_line = is_weight ? col0 + line : line;
+          slot[i] = load_group((is_weight ? w : in) + 2 * (src_line * k + k0 + kk), valid, vec);
+        });
   };
   // Converts the groups of `slot` (tile k0) into the shared tile: a whole group as two float4
   // stores (decode_slot of a group's first k is 16-byte aligned), a short one element by element.
   auto store_tile = [&](const uint4(&slot)[Shape::kGroupsPerThread], long long k0) {
-    const int count = tile_count(k, k0, kDecodeTileK);
-    VTRACE_UNROLL
-    for (int i = 0; i < Shape::kGroupsPerThread; ++i) {
-      const int g = tid + i * Shape::kThreads;
-      if (g >= Shape::kGroups) break;
-      const int line = g / kDecodeGroupsPerLine;
-      const int kk = (g % kDecodeGroupsPerLine) * kGroup;
-      const int valid = count - kk < kGroup ? count - kk : kGroup;
-      const bool is_weight = line < kDecodeTileOut;
-      if (valid <= 0 || (is_weight && col0 + line >= out_features)) continue;
-      float* tile = is_weight ? tile_w : tile_a;
-      float* dst = &tile[decode_slot(is_weight ? line : line - kDecodeTileOut, kk)];
+    each_group(tile_count(k, k0, kDecodeTileK), [&](int i, bool is_weight, int line, int kk,
+                                                    int valid) {
+      float* dst = &(is_weight ? tile_w : tile_a)[decode_slot(line, kk)];
       if (valid == kGroup) {
         const uint4& v = slot[i];
         store_float4(dst, make_float4(staged_value(static_cast<std::uint16_t>(v.x & 0xFFFFu)),
@@ -158,7 +160,7 @@ __global__ void __launch_bounds__(kDecodeTileOut* Rows, 1)
       } else {
         for (int e = 0; e < valid; ++e) dst[e] = staged_value(group_element(slot[i], e));
       }
-    }
+    });
   };
 
   const long long tiles = (k + kDecodeTileK - 1) / kDecodeTileK;
@@ -185,6 +187,18 @@ __global__ void __launch_bounds__(kDecodeTileOut* Rows, 1)
     }
   }
   if (col0 + x < out_features) store_output(out, y * out_features + col0 + x, acc);
+}
+
+// Calls f(std::integral_constant<int, R>{}) for R == rows when rows is 1 to kDecodeMaxRows (the
+// row counts decode_kernel is instantiated for) and answers true; answers false, calling
+// nothing, for any other count. Host code: the launcher and the host test dispatch through it.
+template <typename F, int... R>
+bool with_decode_rows_of(long long rows, F& f, std::integer_sequence<int, R...> /*rows - 1*/) {
+  return ((rows == R + 1 ? (f(std::integral_constant<int, R + 1>{}), true) : false) || ...);
+}
+template <typename F>
+bool with_decode_rows(long long rows, F&& f) {
+  return with_decode_rows_of(rows, f, std::make_integer_sequence<int, kDecodeMaxRows>{});
 }
 
 // --- tiled: more rows ----------------------------------------------------------------------------
