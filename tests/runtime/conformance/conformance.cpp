@@ -41,11 +41,13 @@ constexpr RuntimeTraits kTraits[] = {
      .bit_exact = true,
      .model = reference_model,
      .fences_terminal_at_submit = false,
+     .runs_after_submit = true,
      .reference_messages = false},
     {.name = "cuda-cublas",
      .bit_exact = false,
      .model = reference_model,
      .fences_terminal_at_submit = false,
+     .runs_after_submit = true,
      .reference_messages = false,
      .approximate = true},
 };

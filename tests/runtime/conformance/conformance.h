@@ -44,6 +44,9 @@ struct RuntimeTraits {
   DenseModel model = nullptr;
   // Execution happens inside submit: query_fence never answers Pending (spec 7.3, reference).
   bool fences_terminal_at_submit = false;
+  // Execution goes on after submit returns (a GPU runtime): query_fence answers Pending while a
+  // long batch runs. The host runtimes run every batch inside submit.
+  bool runs_after_submit = false;
   // Error messages, device-report code and admission texts are the reference's (spec 7.7).
   bool reference_messages = false;
   // Dense-linear outputs are only close to the model's (cuda-cublas: cuBLAS's summation order is

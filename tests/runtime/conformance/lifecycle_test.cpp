@@ -590,3 +590,49 @@ TEST_CASE("submits from several threads, each on its own stream, compute as if a
   CHECK(after.uploaded_bytes - before.uploaded_bytes == kThreads * kRounds * (kRows + kOut) * kIn * 2);
   CHECK(after.readback_bytes - before.readback_bytes == kThreads * kRounds * kRows * kOut * 2);
 }
+
+// Spec 7.3: query_fence does not block. A runtime whose work goes on after submit (a GPU) must
+// answer Pending while a long batch runs, and the fence must then reach terminal success through
+// wait_fence with the right result. The batch is dense-linear launches of 64 x 4096 x 4096 (about
+// 1 G multiply-adds each, milliseconds in all on a GPU), doubled up to 1024 launches until
+// a query right after submit sees Pending: a runtime whose submit waits for its work never does.
+TEST_CASE("a runtime that runs after submit answers Pending while a long batch runs, then succeeds",
+          "[conformance][fences][async]") {
+  VTRACE_CONFORMANCE_OPEN(runtime, "device.conformance.0");
+  if (!traits().runs_after_submit) {
+    VTRACE_SKIP("runtime `" + runtime_name() +
+                "` runs every batch inside submit: its fences are never Pending");
+  }
+  auto stream = stream_of(*runtime);
+  constexpr std::uint64_t kRows = 64, kIn = 4096, kOut = 4096;
+  const auto buffers = dense_buffers(*runtime, kRows, kIn, kOut);
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal(0.0f, 0.05f);
+  std::vector<float> input(kRows * kIn), weight(kOut * kIn);
+  for (float& v : input) v = normal(rng);
+  for (float& v : weight) v = normal(rng);
+  const auto input_bytes = vtrace::runtime::testing::f16_bytes(input);
+  const auto weight_bytes = vtrace::runtime::testing::f16_bytes(weight);
+  fill(*runtime, *stream, *buffers.input, input_bytes);
+  fill(*runtime, *stream, *buffers.weight, weight_bytes);
+  bool pending = false;
+  std::size_t launches = 16;
+  for (; !pending && launches <= 1024; launches *= 4) {
+    CommandBatch batch;
+    for (std::size_t i = 0; i < launches; ++i) batch.push(dense_command(*runtime, buffers));
+    auto fence = runtime->submit(*stream, std::move(batch));
+    REQUIRE(fence.has_value());
+    const auto first = runtime->query_fence(**fence);
+    REQUIRE_FALSE(std::holds_alternative<RuntimeError>(first));
+    pending = std::holds_alternative<FenceQueryPending>(first);
+    const auto waited = runtime->wait_fence(**fence);
+    REQUIRE(waited.has_value());
+    CHECK(waited->terminal.is_succeeded());
+    const auto after = runtime->query_fence(**fence);
+    REQUIRE(std::holds_alternative<TerminalReceipt>(after));
+  }
+  INFO("largest batch tried: " << launches / 4 << " launches");
+  CHECK(pending);
+  const auto out = contents(*runtime, *stream, *buffers.output);
+  CHECK(wrong_elements(out, traits().model(input_bytes, weight_bytes, kRows, kIn, kOut)) == 0);
+}
