@@ -211,15 +211,36 @@ std::string human_bytes(std::uint64_t bytes) {
   return fmt::format("{:.2f} MiB", kib / 1024.0);
 }
 
-bool write_json_report(const std::string& path, const nlohmann::json& report) {
-  std::ofstream out(path);
-  if (out) out << report.dump(2) << '\n';
+bool write_report_file(const std::string& path, std::string_view what,
+                       const std::function<std::optional<std::string>(std::ostream&)>& body) {
+  namespace fs = std::filesystem;
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) {
+    const int err = errno;
+    print_error(fmt::format("{}: cannot write {}{}", path, what,
+                            err != 0 ? fmt::format(" ({})", std::strerror(err)) : ""));
+    return false;
+  }
+  errno = 0;
+  std::optional<std::string> failed = body(out);
   out.close();
-  if (out) return true;
   const int err = errno;
-  print_error(fmt::format("{}: cannot write the JSON report{}", path,
-                          err != 0 ? fmt::format(" ({})", std::strerror(err)) : ""));
+  if (!failed && out.fail()) failed = fmt::format("writing {} failed", what);
+  if (!failed) return true;
+  std::error_code ec;
+  const bool regular = fs::is_regular_file(path, ec);
+  if (regular) fs::remove(path, ec);
+  print_error(fmt::format("{}: {}{}{}", path, *failed,
+                          err != 0 ? fmt::format(" ({})", std::strerror(err)) : "",
+                          regular && !ec ? "; the incomplete file was removed" : ""));
   return false;
+}
+
+bool write_json_report(const std::string& path, const nlohmann::json& report) {
+  return write_report_file(path, "the JSON report", [&](std::ostream& out) {
+    out << report.dump(2) << '\n';
+    return std::optional<std::string>();
+  });
 }
 
 }  // namespace vtrace::cli

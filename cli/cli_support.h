@@ -3,10 +3,12 @@
 
 #include <cstdint>
 #include <expected>
+#include <functional>
 #include <initializer_list>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <string_view>
 
@@ -102,9 +104,17 @@ using replayer::shell_quote;
 // Human-readable byte count: "1.5 MiB".
 std::string human_bytes(std::uint64_t bytes);
 
-// Writes `report` (indented JSON) to `path`; false, with one sentence on stderr naming the file and
-// the reason, when it cannot. Called after the text report is printed, so a bad path loses none
-// of it.
+// Writes a report file (`what`: "the JSON report", "the timeline", ...) at `path`: `body`
+// writes the content to the stream and answers a sentence when it cannot (else nullopt). Every
+// failure (opening, `body`, writing, closing) prints one sentence on stderr naming the path, what
+// failed and the system's reason where it gives one ("No space left on device"), and removes an
+// incomplete regular file (a device such as /dev/stdout is left alone); answers whether the
+// file was written. The report writers of the CLI all go through it.
+bool write_report_file(const std::string& path, std::string_view what,
+                       const std::function<std::optional<std::string>(std::ostream&)>& body);
+
+// Writes `report` (indented JSON) to `path` through write_report_file. Called after the text
+// report is printed, so a bad path loses none of it.
 bool write_json_report(const std::string& path, const nlohmann::json& report);
 
 }  // namespace vtrace::cli

@@ -485,3 +485,38 @@ TEST_CASE(
   REQUIRE(text.code == 0);
   CHECK_THAT(text.output, Catch::Contains(" (8 bytes, the first 2 shown) "));
 }
+
+TEST_CASE(
+    "a report file that cannot be written whole names the path and the system's reason, exits "
+    "2 after the text report, and leaves no incomplete file",
+    "[cli][habits]") {
+  vtrace::test::ScratchDir dir("habits-report-write");
+  const auto at = [&](const char* name) { return (dir / name).string(); };
+  const std::vector<std::pair<std::string, std::string>> commands = {
+      {fmt::format("export {} --format chrome -o {}", golden("contract"), at("t.json")),
+       at("t.json")},
+      {fmt::format("replay {} --profile {}", golden("contract"), at("p.json")), at("p.json")},
+      {fmt::format("replay {} --json {}", golden("contract"), at("r.json")), at("r.json")},
+      {fmt::format("compare {} --runtimes reference,cpu --json {}", golden("contract"),
+                   at("c.json")),
+       at("c.json")},
+      {fmt::format("compare {} --runtimes reference,cpu --html {}", golden("contract"),
+                   at("c.html")),
+       at("c.html")},
+      {fmt::format("diff {} {} --json {}", golden("tiny"), golden("tiny-v1.2"), at("d.json")),
+       at("d.json")},
+  };
+  for (const auto& [command, output] : commands) {
+    INFO(command);
+    // A file size limit of 0 (SIGXFSZ ignored): the file opens, and its first write fails, EFBIG.
+    auto run = vtrace::test::run_shell(
+        fmt::format("trap '' XFSZ; ulimit -f 0; {} {}", VTRACE_CLI_PATH, command));
+    INFO(run.output);
+    CHECK(run.code == 2);
+    CHECK_THAT(run.output, Catch::Contains(fmt::format("vtrace: {}: writing the ", output)));
+    CHECK_THAT(run.output,
+               Catch::Contains(" failed (File too large); the incomplete file was removed"));
+    CHECK(run.output.ends_with("the incomplete file was removed\n"));  // after any text report
+    CHECK_FALSE(fs::exists(output));
+  }
+}
