@@ -31,6 +31,17 @@ bool one_error_line(const std::string& output) {
   return output.starts_with("vtrace: ") && output.find('\n') == output.size() - 1;
 }
 
+// A refusal before anything ran: exit 2, one error line that says `says`, none of `outputs`
+// created.
+void check_refused(const vtrace::test::Run& run, const std::string& says,
+                   std::initializer_list<std::string> outputs) {
+  INFO(run.output);
+  CHECK(run.code == 2);
+  CHECK(one_error_line(run.output));
+  CHECK_THAT(run.output, Catch::Contains(says));
+  for (const auto& output : outputs) CHECK_FALSE(fs::exists(output));
+}
+
 }  // namespace
 
 TEST_CASE("an output that is the same file as an input is refused before anything runs",
@@ -248,12 +259,8 @@ TEST_CASE("CLI11 refusals are one line with the vtrace prefix and exit 2", "[cli
        }) {
     INFO(arguments);
     auto run = run_vtrace(arguments);
-    INFO(run.output);
-    CHECK(run.code == 2);
-    CHECK(one_error_line(run.output));
-    CHECK_THAT(run.output, Catch::Contains(says));
+    check_refused(run, says, {out});
     CHECK_THAT(run.output, Catch::Contains("; see `vtrace help"));
-    CHECK_FALSE(fs::exists(out));
   }
 }
 
@@ -287,12 +294,7 @@ TEST_CASE("integer options are decimal: a leading zero is ignored, 0x, 0b and ov
                      std::string("--exit-skip: `010x` is not a decimal")},
        }) {
     INFO(arguments);
-    auto run = run_vtrace(fmt::format("{} -o {}", arguments, out));
-    INFO(run.output);
-    CHECK(run.code == 2);
-    CHECK(one_error_line(run.output));
-    CHECK_THAT(run.output, Catch::Contains(says));
-    CHECK_FALSE(fs::exists(out));
+    check_refused(run_vtrace(fmt::format("{} -o {}", arguments, out)), says, {out});
   }
   // Every integer option of every subcommand, as its help lists them (UINT or INT), refuses hex:
   // a new option cannot miss the rule.
@@ -376,13 +378,8 @@ TEST_CASE(
                          "workload `contract` does not take --hidden (it takes --seed, --steps)")},
        }) {
     INFO(options);
-    auto run = run_vtrace(fmt::format("record {} -o {}", options, trace));
-    INFO(run.output);
-    CHECK(run.code == 2);
-    CHECK(one_error_line(run.output));
-    CHECK_THAT(run.output, Catch::Contains(says));
-    CHECK_FALSE(fs::exists(trace));
-    CHECK_FALSE(fs::exists(trace + ".partial"));
+    check_refused(run_vtrace(fmt::format("record {} -o {}", options, trace)), says,
+                  {trace, trace + ".partial"});
   }
   // An empty -o is refused at once, not after the workload ran.
   auto empty = run_shell(
@@ -421,15 +418,10 @@ TEST_CASE(
       }
       const auto arguments = fmt::format(fmt::runtime(command), tiny, range, repro);
       INFO(arguments);
-      auto run = run_vtrace(arguments);
-      INFO(run.output);
-      CHECK(run.code == 2);
-      CHECK(one_error_line(run.output));
-      CHECK_THAT(run.output,
-                 Catch::Contains(fmt::format("{} {} starts past the last event: {} has 30 "
-                                             "events (0 to 29)",
-                                             option, range, tiny)));
-      CHECK_FALSE(fs::exists(repro));
+      check_refused(run_vtrace(arguments),
+                    fmt::format("{} {} starts past the last event: {} has 30 events (0 to 29)",
+                                option, range, tiny),
+                    {repro});
     }
   }
   auto dumped = run_vtrace(fmt::format("dump {} --events 28:100", tiny));

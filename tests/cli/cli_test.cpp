@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -13,6 +14,16 @@
 namespace {
 using vtrace::test::golden;
 using vtrace::test::run_vtrace;
+
+// The first half of decode-short's bytes, written to DIR/cut.vtrace (a trace cut mid-frame: no
+// footer); answers its path.
+std::string half_of_decode_short(const vtrace::test::ScratchDir& dir) {
+  std::ifstream in(golden("decode-short"), std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto cut = dir / "cut.vtrace";
+  std::ofstream(cut, std::ios::binary) << bytes.substr(0, bytes.size() / 2);
+  return cut.string();
+}
 }  // namespace
 
 TEST_CASE("vtrace record then replay of the tiny workload matches and exits 0", "[cli]") {
@@ -154,12 +165,7 @@ TEST_CASE("vtrace dump --summary prints every field of the footer's summary, or 
   CHECK(both.output.find("--events excludes --summary") != std::string::npos);
   // A cut trace has no footer: the summary is missing, and the reader's note says why.
   vtrace::test::ScratchDir dir("cli-dump-summary");
-  {
-    std::ifstream in(golden("decode-short"), std::ios::binary);
-    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    std::ofstream(dir / "cut.vtrace", std::ios::binary) << bytes.substr(0, bytes.size() / 2);
-  }
-  const auto cut = (dir / "cut.vtrace").string();
+  const auto cut = half_of_decode_short(dir);
   auto missing = run_vtrace(fmt::format("dump --summary {}", cut));
   INFO(missing.output);
   CHECK(missing.code == 0);
@@ -176,12 +182,7 @@ TEST_CASE("vtrace verify accepts a golden trace and rejects a cut one", "[cli]")
   CHECK(ok.code == 0);
   CHECK(ok.output.find("OK: 129 events") != std::string::npos);
   vtrace::test::ScratchDir dir("cli-verify");
-  {
-    std::ifstream in(golden("decode-short"), std::ios::binary);
-    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    std::ofstream(dir / "cut.vtrace", std::ios::binary) << bytes.substr(0, bytes.size() / 2);
-  }
-  CHECK(run_vtrace(fmt::format("verify {}", (dir / "cut.vtrace").string())).code != 0);
+  CHECK(run_vtrace(fmt::format("verify {}", half_of_decode_short(dir))).code != 0);
 }
 
 TEST_CASE("vtrace list-runtimes names reference, cpu and cpu-splitk and what each is here", "[cli]") {
