@@ -84,8 +84,9 @@ __device__ inline void store_output(std::uint8_t* out, long long element, float 
 // (DecodeShape::kGroupsPerThread) is a constant and the thread keeps the next kDepth tiles in
 // registers: a ring of kDepth slots, slot s holding tile t + kDepth once tile t is staged. With
 // few rows a block is one or two warps and a tile's reduction is short, so one tile in flight
-// would leave the memory latency exposed; the depth keeps about 32 KiB of loads in flight per
-// SM at the shapes of the benchmarks.
+// would leave the memory latency exposed; the depth keeps about 40 KiB of loads in flight per
+// SM at the shapes of the benchmarks (1 row: 2.6 one-warp blocks per SM x 2 tiles x 8.25 KiB;
+// 8 rows: one block x 4 tiles x 10 KiB).
 constexpr int kDecodeGroupsPerLine = kDecodeTileK / kGroup;
 
 template <int Rows>
