@@ -48,7 +48,7 @@ VTRACE_HD inline float accumulate(float acc, float a, float w) {
 }
 
 // The f32 value of an operand's f16 bits, as the kernels stage it. On the device, the hardware
-// conversion (cvt.f32.f16, one instruction where f16_bits::to_f32 takes some twenty with its
+// conversion (cvt.f32.f16, one instruction where f16_bits::to_f32 takes about 25 with its
 // branches: staging is most of the decode kernel's instructions): like to_f32 it is exact for
 // every number, subnormals included, and for both infinities and signed zeros, and it turns a NaN
 // into a NaN, but the NaN's payload bits are the hardware's. Those bits never reach an output: a
