@@ -50,7 +50,8 @@ struct RuntimeTraits {
   // Error messages, device-report code and admission texts are the reference's (spec 7.7).
   bool reference_messages = false;
   // Dense-linear outputs are only close to the model's (cuda-cublas: cuBLAS's summation order is
-  // its own and undocumented): checked with wrong_elements' tolerance, not bit for bit.
+  // its own and undocumented): checked with wrong_elements' tolerance, not bit for bit, and
+  // its NaN outputs may be any NaN (the 0x7E00 rule is the reference kernel's).
   bool approximate = false;
 };
 
@@ -66,13 +67,32 @@ std::vector<std::uint8_t> splitk_model(std::span<const std::uint8_t> input,
                                        std::span<const std::uint8_t> weight, std::size_t rows,
                                        std::size_t in_features, std::size_t out_features);
 
+// How far an approximate runtime's f32 sum may be from the model's, per output of a launch,
+// whatever order it sums in: two orders of the same n products, each add rounded to nearest,
+// differ by at most 2 (n - 1) 2^-24 sum_k |x_k w_k| (the textbook bound of recursive summation,
+// twice); the allowance is 4 times that, for accumulators that truncate (tensor cores). A
+// product that is not finite makes the allowance infinite, which means "exact": such sums are
+// the same infinity or NaN in every order. Empty for exact runtimes (they get no allowance).
+std::vector<float> order_allowance(std::span<const std::uint8_t> input,
+                                   std::span<const std::uint8_t> weight, std::size_t rows,
+                                   std::size_t in_features, std::size_t out_features);
+
 // The f16 elements of `actual` that the runtime under test gets wrong against `expected` (its
 // model's answer), plus one if the sizes differ. Exact runtimes: any differing bits. Approximate
 // runtimes: an element is right when both are NaN, or both equal, or, with an infinity counted
-// as 65536 (the first f16 value past the largest), |a - e| <= 8 f16 ulps of max(|a|, |e|) +
-// 2^-14: a few roundings of f32 partial sums and the one f16 rounding, never a wrong value.
+// as 65536 (the first f16 value past the largest), |a - e| <= allowance[e] + 1 f16 ulp of
+// max(|a|, |e|) (the two roundings to f16) + 2^-14 (a subnormal result flushed to zero);
+// `allowance` (order_allowance of the same launch) must then have one entry per element.
 std::size_t wrong_elements(std::span<const std::uint8_t> actual,
-                           std::span<const std::uint8_t> expected);
+                           std::span<const std::uint8_t> expected,
+                           std::span<const float> allowance = {});
+
+// wrong_elements of one launch's output against the model of the runtime under test, with the
+// launch's order allowance when the runtime is approximate.
+std::size_t wrong_outputs(std::span<const std::uint8_t> actual,
+                          std::span<const std::uint8_t> input,
+                          std::span<const std::uint8_t> weight, std::size_t rows,
+                          std::size_t in_features, std::size_t out_features);
 
 // tests/data: the environment variable VTRACE_TEST_DATA_DIR when set (scripts/gpu-check.sh runs
 // a carried binary in another checkout), else the source tree's, compiled in.
