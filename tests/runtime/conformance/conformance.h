@@ -55,6 +55,16 @@ struct RuntimeTraits {
   bool approximate = false;
 };
 
+// This build of the suite runs the cuda runtimes on the host's emulated cudart
+// (runtime_cuda_emulated_test, tests/runtime/cuda_emulator/cuda_emulator.h): they must open
+// (unavailable is a failure, not a skip), and a batch long enough to stay Pending would take
+// minutes on the host, so the [async] case leaves Pending to the emulator's own cases.
+#ifdef VTRACE_CONFORMANCE_CUDA_EMULATED
+inline constexpr bool kCudaEmulated = true;
+#else
+inline constexpr bool kCudaEmulated = false;
+#endif
+
 // The scalar models, written from the documented orders (independent of the runtime code).
 // Reference (spec 11.1): one f32 accumulator from +0, k ascending, NaN written as 0x7E00.
 std::vector<std::uint8_t> reference_model(std::span<const std::uint8_t> input,
