@@ -164,6 +164,43 @@ TEST_CASE("opening fails with one sentence naming the CUDA call, and leaves noth
   }
 }
 
+TEST_CASE("an allocation whose cudaMalloc or zero fill fails names the call and moves no counter",
+          "[cuda-emulator]") {
+  const Emulator fresh;
+  {
+    auto runtime = open(CudaDenseLinear::kStrict);
+    struct Failure {
+      const char* function;
+      const char* message;
+    };
+    for (const Failure& f :
+         {Failure{"cudaMalloc", "cuda allocation failed (cudaMalloc: out of memory)"},
+          Failure{"cudaMemsetAsync",
+                  "cuda allocation could not be zero-filled (cudaMemsetAsync: out of memory)"},
+          Failure{"cudaStreamSynchronize",
+                  "cuda allocation could not be zero-filled "
+                  "(cudaStreamSynchronize: out of memory)"}}) {
+      INFO(f.function);
+      const auto before = conf::counters(*runtime);
+      emu::fail_call(f.function, 1, cudaErrorMemoryAllocation);
+      const auto allocated = runtime->allocate(conf::admit(*runtime, 64));
+      REQUIRE_FALSE(allocated.has_value());
+      CHECK(allocated.error().kind() == ErrorKind::kAllocationInvalid);
+      CHECK(allocated.error().message() == f.message);
+      const auto after = conf::counters(*runtime);
+      CHECK(after.allocations == before.allocations);
+      CHECK(after.live_allocations == before.live_allocations);
+      CHECK(emu::live_allocations() == 0);
+    }
+    // The next one works, and reads zeros although the emulator's fresh memory is 0xCD.
+    auto stream = conf::stream_of(*runtime);
+    const auto buffer = rt::testing::allocate(*runtime, 64, rt::ElementType::kU8);
+    CHECK(rt::testing::contents(*runtime, *stream, *buffer) == std::vector<std::uint8_t>(64, 0));
+    CHECK(conf::counters(*runtime).allocations == 1);
+  }
+  check_everything_given_back();
+}
+
 TEST_CASE("a submit whose fence cannot be created is definitely not submitted", "[cuda-emulator]") {
   const Emulator fresh;
   {

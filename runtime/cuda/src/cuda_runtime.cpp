@@ -405,24 +405,30 @@ Result<BufferPtr> CudaRuntime::allocate(AllocationPermit permit) {
     return std::unexpected(error(ErrorKind::kAllocationInvalid, rt(),
                                  "allocation failed (" + cuda_failure("cudaMalloc", status) + ")"));
   }
+  {
+    // Zero fill, complete before the buffer is handed out (any later stream sees the zeros).
+    std::lock_guard lock(service_mutex_);
+    std::string_view call = "cudaMemsetAsync";
+    cudaError_t status =
+        cudaMemsetAsync(base, 0, static_cast<std::size_t>(padded), service_stream_);
+    if (status == cudaSuccess) {
+      call = "cudaStreamSynchronize";
+      status = cudaStreamSynchronize(service_stream_);
+    }
+    if (status != cudaSuccess) {
+      (void)cudaFree(base);
+      return std::unexpected(
+          error(ErrorKind::kAllocationInvalid, rt(),
+                "allocation could not be zero-filled (" + cuda_failure(call, status) + ")"));
+    }
+  }
+  // Counted on success only (spec 7.3), as the storage is made.
   const auto address = reinterpret_cast<std::uintptr_t>(base);
   const std::uint64_t logical_offset = (alignment - address % alignment) % alignment;
   bump(counters_->allocations);
   bump(counters_->live_allocations);
   auto storage = std::make_shared<DeviceStorage>(static_cast<std::uint8_t*>(base), logical_offset,
                                                  counters_, std::move(reservation));
-  {
-    // Zero fill, complete before the buffer is handed out (any later stream sees the zeros).
-    std::lock_guard lock(service_mutex_);
-    cudaError_t status =
-        cudaMemsetAsync(base, 0, static_cast<std::size_t>(padded), service_stream_);
-    if (status == cudaSuccess) status = cudaStreamSynchronize(service_stream_);
-    if (status != cudaSuccess) {
-      return std::unexpected(error(
-          ErrorKind::kAllocationInvalid, rt(),
-          "allocation could not be zero-filled (" + cuda_failure("cudaMemsetAsync", status) + ")"));
-    }
-  }
   return std::make_unique<CudaBuffer>(BufferDescriptor::from_request(request), instance_,
                                       std::move(storage));
 }
