@@ -430,3 +430,43 @@ TEST_CASE("a readback waits for the last batch of every stream", "[cuda-emulator
   }
   check_everything_given_back();
 }
+
+TEST_CASE(
+    "a batch that fails part way stays Pending while its enqueued part runs, and later "
+    "batches wait for that part",
+    "[cuda-emulator]") {
+  const Emulator fresh;
+  {
+    auto runtime = open(CudaDenseLinear::kStrict);
+    auto first = conf::stream_of(*runtime);
+    const std::size_t second_ordinal = emu::next_stream_ordinal();
+    auto second = conf::stream_of(*runtime);
+    const auto a = rt::testing::allocate(*runtime, 32, rt::ElementType::kU8);
+    const auto b = rt::testing::allocate(*runtime, 16, rt::ElementType::kU8);
+    emu::hold_all();
+    // The first upload is enqueued, the second fails.
+    emu::fail_call("cudaMemcpyAsync", 2, cudaErrorIllegalAddress);
+    std::vector<rt::CommandPtr> commands;
+    commands.push_back(upload(*runtime, *a, bytes_from(0x80, 16)));
+    commands.push_back(upload(*runtime, *a, bytes_from(0x81, 16), 16));
+    auto failed = runtime->submit(*first, batch_of(std::move(commands)));
+    REQUIRE(failed.has_value());
+    CHECK(runtime->stream_state(*first) == rt::StreamState::kFailed);
+    emu::settle();
+    CHECK(rt::is_pending(runtime->query_fence(**failed)));
+    auto copied = runtime->submit(*second, CommandBatch::singleton(copy(*runtime, *a, *b, 16)));
+    REQUIRE(copied.has_value());
+    emu::release(second_ordinal);
+    emu::settle();
+    CHECK(rt::is_pending(runtime->query_fence(**copied)));
+    emu::release_all();
+    const auto waited = runtime->wait_fence(**failed);
+    REQUIRE(waited.has_value());
+    REQUIRE(waited->terminal.failure.has_value());
+    CHECK(waited->terminal.failure->message() ==
+          "cuda cudaMemcpyAsync: an illegal memory access was encountered");
+    REQUIRE(runtime->wait_fence(**copied).has_value());
+    CHECK(rt::testing::contents(*runtime, *second, *b) == bytes_from(0x80, 16));
+  }
+  check_everything_given_back();
+}

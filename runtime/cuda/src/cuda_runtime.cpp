@@ -13,8 +13,9 @@
 //  - A copy whose regions overlap and a dense-linear launch whose output overlaps an operand go
 //    through a stream-ordered temporary (cudaMallocAsync), as the host runtimes stage them.
 //  - A CUDA call that fails once part of a batch is enqueued cannot be DefinitelyNotSubmitted:
-//    the fence is returned, terminal with a kInternal failure naming the call, and the stream
-//    reads kFailed.
+//    the fence is returned and the stream reads kFailed. The fence is Pending while the part
+//    enqueued before the failure runs, then terminal with a kInternal failure naming the call;
+//    the next batch (any stream) waits for that part as for a whole batch.
 #include "vtrace/runtime/cuda/cuda_runtime.h"
 
 #include <cublas_v2.h>
@@ -172,7 +173,9 @@ class CudaFence final : public Fence {
         entries_(std::move(entries)),
         failure_(std::move(failure)) {}
   const std::uint64_t runtime_instance;
-  const std::shared_ptr<Event> event;  // null when nothing could be recorded (failure_ set)
+  // The event recorded after the batch (after its enqueued part when failure_ is set); null
+  // when the record failed, and submit then waited for the stream itself.
+  const std::shared_ptr<Event> event;
   const std::optional<SubmissionAttribution> attribution;
   TerminalReceipt terminal() const { return TerminalReceipt::unprofiled(DeviceTerminal{failure_}); }
 
@@ -664,18 +667,24 @@ std::expected<FencePtr, DefinitelyNotSubmitted> CudaRuntime::submit(Stream& stre
       if (failure) break;
       failure = enqueue(static_cast<const CudaCommand&>(*command), own->stream);
     }
-    if (const cudaError_t status = cudaEventRecord(done->event, own->stream);
-        status != cudaSuccess && !failure) {
-      failure = internal(cuda_failure("cudaEventRecord", status));
+    // Recorded even after a failure: the event then marks the end of the part that was
+    // enqueued, which the fence and the next batch wait for.
+    const cudaError_t recorded = cudaEventRecord(done->event, own->stream);
+    if (recorded == cudaSuccess) {
+      last_batch_ = done;
+    } else {
+      if (!failure) failure = internal(cuda_failure("cudaEventRecord", recorded));
+      // Nothing marks the enqueued part's end: wait for it here, so that the fence's terminal
+      // answer is true and the next batch cannot overtake it.
+      (void)cudaStreamSynchronize(own->stream);
+      done.reset();
     }
-    if (!failure) last_batch_ = done;
   }
   bump(counters_->submissions);
   bump(counters_->commands, plan->entries.size());
   own->state = failure ? StreamState::kFailed : StreamState::kSubmitted;
-  return std::make_unique<CudaFence>(instance_, failure ? nullptr : std::move(done),
-                                     std::move(plan->attribution), std::move(plan->entries),
-                                     std::move(failure));
+  return std::make_unique<CudaFence>(instance_, std::move(done), std::move(plan->attribution),
+                                     std::move(plan->entries), std::move(failure));
 }
 
 FenceQuery CudaRuntime::query_fence(const Fence& fence) const {
