@@ -21,6 +21,11 @@
 #                                $OUT (default build-gpu/out). Exit 0 when every step did what it
 #                                must, 1 when one did not (the summary names it), 4 without a GPU.
 #
+# VTRACE_GPU_CHECK_BIN=DIR makes the run step take vtrace and runtime_conformance_test (and
+# vtrace_bench, whose step is skipped when DIR has none) from DIR instead of the carry set: how
+# the test suite runs every other step of it without a GPU, on the emulated cudart
+# (tests/scripts/gpu_check_emulated_test.sh).
+#
 # Each step has its own time limit; the whole run is planned for well under 8 minutes on an H200.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
@@ -143,6 +148,11 @@ step() {
 # an older glibc, load into as well. VTRACE_GPU_CHECK_LOADER=1 takes the wrappers anyway (how
 # the fallback is tested on a machine that does not need it).
 choose_binaries() {
+  if [ -n "${VTRACE_GPU_CHECK_BIN:-}" ]; then
+    bin=$(cd "$VTRACE_GPU_CHECK_BIN" && pwd) || die "VTRACE_GPU_CHECK_BIN names no folder: $VTRACE_GPU_CHECK_BIN"
+    echo "gpu-check run: binaries from $bin (VTRACE_GPU_CHECK_BIN), not the carry set" | tee -a "$out/summary.txt"
+    return 0
+  fi
   bin=$PWD/$carry
   local why
   if [ "${VTRACE_GPU_CHECK_LOADER:-0}" != 1 ]; then
@@ -167,7 +177,12 @@ choose_binaries() {
 }
 
 run_step() {
-  [ -x "$carry/vtrace" ] || die "no carried build in $carry: run 'scripts/gpu-check.sh build' first and carry it"
+  if [ -z "${VTRACE_GPU_CHECK_BIN:-}" ]; then
+    local name
+    for name in vtrace runtime_conformance_test vtrace_bench; do
+      [ -x "$carry/$name" ] || die "no carried build in $carry ($name is missing): run 'scripts/gpu-check.sh build' first and carry it"
+    done
+  fi
   out=${OUT:-$build/out}
   mkdir -p "$out"
   : >"$out/summary.txt"
@@ -185,7 +200,7 @@ run_step() {
     exit "$kExitNoGpu"
   fi
   command -v nvidia-smi >/dev/null && nvidia-smi >"$out/nvidia-smi.txt" 2>&1
-  echo "gpu-check run: GPU found; results under $out" | tee -a "$out/summary.txt"
+  echo "gpu-check run: the cuda runtime opened (a CUDA device answered); results under $out" | tee -a "$out/summary.txt"
   [ "$rc" -eq 0 ] || { echo "FAIL  probe: the contract trace did not replay on cuda (exit $rc): $probe" | tee -a "$out/summary.txt"; failures+=(probe); }
 
   local rt
@@ -220,9 +235,13 @@ print(d["event"] if d else "")' "$out/drift-cublas.json" 2>>"$out/drift-cublas.l
     failures+=(first-divergence)
   fi
 
-  step bench-cuda 180 0 "$bin/vtrace_bench" --benchmark_filter=CudaDenseLinear \
-    --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
-    --benchmark_out="$out/bench-cuda.json" --benchmark_out_format=json
+  if [ -x "$bin/vtrace_bench" ]; then
+    step bench-cuda 180 0 "$bin/vtrace_bench" --benchmark_filter=CudaDenseLinear \
+      --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
+      --benchmark_out="$out/bench-cuda.json" --benchmark_out_format=json
+  else
+    echo "skip  bench-cuda: no vtrace_bench in $bin" | tee -a "$out/summary.txt"
+  fi
   if [ -s "$out/bench-cuda.json" ]; then
     # The strict kernel against cuBLAS per shape (median times), with the counters.
     python3 - "$out/bench-cuda.json" <<'PY' | tee -a "$out/summary.txt"

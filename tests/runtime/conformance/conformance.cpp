@@ -7,6 +7,10 @@
 
 #include "vtrace/runtime/f16.h"
 
+#ifdef VTRACE_CONFORMANCE_CUDA_EMULATED
+#include "cuda_emulator/cuda_emulator.h"
+#endif
+
 namespace vtrace::conformance {
 
 namespace {
@@ -177,6 +181,18 @@ std::size_t wrong_outputs(std::span<const std::uint8_t> actual,
   if (!t.approximate) return wrong_elements(actual, expected);
   return wrong_elements(actual, expected,
                         order_allowance(input, weight, rows, in_features, out_features));
+}
+
+void hold_emulated_streams() {
+#ifdef VTRACE_CONFORMANCE_CUDA_EMULATED
+  vtrace::testing::cuda_emulator::hold_all();
+#endif
+}
+
+void release_emulated_streams() {
+#ifdef VTRACE_CONFORMANCE_CUDA_EMULATED
+  vtrace::testing::cuda_emulator::release_all();
+#endif
 }
 
 std::string test_data_dir() {

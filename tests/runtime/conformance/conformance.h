@@ -57,13 +57,16 @@ struct RuntimeTraits {
 
 // This build of the suite runs the cuda runtimes on the host's emulated cudart
 // (runtime_cuda_emulated_test, tests/runtime/cuda_emulator/cuda_emulator.h): they must open
-// (unavailable is a failure, not a skip), and a batch long enough to stay Pending would take
-// minutes on the host, so the [async] case leaves Pending to the emulator's own cases.
+// (unavailable is a failure, not a skip), and the [async] case, whose long batch would take the
+// host minutes there, holds the emulated streams instead (hold/release_emulated_streams: no-ops
+// in every other build).
 #ifdef VTRACE_CONFORMANCE_CUDA_EMULATED
 inline constexpr bool kCudaEmulated = true;
 #else
 inline constexpr bool kCudaEmulated = false;
 #endif
+void hold_emulated_streams();
+void release_emulated_streams();
 
 // The scalar models, written from the documented orders (independent of the runtime code).
 // Reference (spec 11.1): one f32 accumulator from +0, k ascending, NaN written as 0x7E00.
