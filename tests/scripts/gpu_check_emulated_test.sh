@@ -9,6 +9,9 @@
 # Exits 77 (skipped) without python3, which the script reads the drift report with.
 set -eu
 command -v python3 >/dev/null || { echo "python3 is not installed: skipped"; exit 77; }
+for binary in "$1" "$2"; do
+  [ -x "$binary" ] || { echo "gpu_check_emulated_test: $binary is not built"; exit 1; }
+done
 work=$(mktemp -d "${TMPDIR:-/tmp}/vtrace-gpu-check-emulated.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 mkdir "$work/bin"
