@@ -90,6 +90,28 @@ std::vector<std::uint8_t> bytes_from(std::uint8_t seed, std::size_t count) {
   return bytes;
 }
 
+// A cuda runtime with two streams (the second's emulator ordinal known) and buffers a (32
+// bytes) and b (16).
+struct TwoStreams {
+  std::unique_ptr<rt::DeviceRuntime> runtime = open(CudaDenseLinear::kStrict);
+  rt::StreamPtr first = conf::stream_of(*runtime);
+  std::size_t second_ordinal = emu::next_stream_ordinal();
+  rt::StreamPtr second = conf::stream_of(*runtime);
+  rt::BufferPtr a = rt::testing::allocate(*runtime, 32, rt::ElementType::kU8);
+  rt::BufferPtr b = rt::testing::allocate(*runtime, 16, rt::ElementType::kU8);
+
+  // With the streams held: submits b := a[0, 16) on the second stream and lets only that stream
+  // run, which must leave the copy Pending behind the first stream's last batch. Its fence.
+  rt::FencePtr copy_behind_first() {
+    auto copied = runtime->submit(*second, CommandBatch::singleton(copy(*runtime, *a, *b, 16)));
+    REQUIRE(copied.has_value());
+    emu::release(second_ordinal);
+    emu::settle();
+    CHECK(rt::is_pending(runtime->query_fence(**copied)));
+    return std::move(*copied);
+  }
+};
+
 }  // namespace
 
 TEST_CASE("the cuda runtimes run on the emulated cudart, and give back all they took",
@@ -377,27 +399,17 @@ TEST_CASE("a batch on one stream runs after the batch submitted before it on ano
           "[cuda-emulator]") {
   const Emulator fresh;
   {
-    auto runtime = open(CudaDenseLinear::kStrict);
-    auto first = conf::stream_of(*runtime);
-    const std::size_t second_ordinal = emu::next_stream_ordinal();
-    auto second = conf::stream_of(*runtime);
-    const auto a = rt::testing::allocate(*runtime, 16, rt::ElementType::kU8);
-    const auto b = rt::testing::allocate(*runtime, 16, rt::ElementType::kU8);
+    TwoStreams rig;
     emu::hold_all();
     // First stream: a := X. Second stream, submitted after: b := a.
-    auto written = runtime->submit(
-        *first, CommandBatch::singleton(upload(*runtime, *a, bytes_from(0x60, 16))));
+    auto written = rig.runtime->submit(
+        *rig.first, CommandBatch::singleton(upload(*rig.runtime, *rig.a, bytes_from(0x60, 16))));
     REQUIRE(written.has_value());
-    auto copied = runtime->submit(*second, CommandBatch::singleton(copy(*runtime, *a, *b, 16)));
-    REQUIRE(copied.has_value());
-    // Let only the second stream run: it must wait for the first batch's event.
-    emu::release(second_ordinal);
-    emu::settle();
-    CHECK(rt::is_pending(runtime->query_fence(**copied)));
-    CHECK(rt::is_pending(runtime->query_fence(**written)));
+    const auto copied = rig.copy_behind_first();
+    CHECK(rt::is_pending(rig.runtime->query_fence(**written)));
     emu::release_all();
-    REQUIRE(runtime->wait_fence(**copied).has_value());
-    CHECK(rt::testing::contents(*runtime, *second, *b) == bytes_from(0x60, 16));
+    REQUIRE(rig.runtime->wait_fence(*copied).has_value());
+    CHECK(rt::testing::contents(*rig.runtime, *rig.second, *rig.b) == bytes_from(0x60, 16));
   }
   check_everything_given_back();
 }
@@ -437,36 +449,27 @@ TEST_CASE(
     "[cuda-emulator]") {
   const Emulator fresh;
   {
-    auto runtime = open(CudaDenseLinear::kStrict);
-    auto first = conf::stream_of(*runtime);
-    const std::size_t second_ordinal = emu::next_stream_ordinal();
-    auto second = conf::stream_of(*runtime);
-    const auto a = rt::testing::allocate(*runtime, 32, rt::ElementType::kU8);
-    const auto b = rt::testing::allocate(*runtime, 16, rt::ElementType::kU8);
+    TwoStreams rig;
     emu::hold_all();
     // The first upload is enqueued, the second fails.
     emu::fail_call("cudaMemcpyAsync", 2, cudaErrorIllegalAddress);
     std::vector<rt::CommandPtr> commands;
-    commands.push_back(upload(*runtime, *a, bytes_from(0x80, 16)));
-    commands.push_back(upload(*runtime, *a, bytes_from(0x81, 16), 16));
-    auto failed = runtime->submit(*first, batch_of(std::move(commands)));
+    commands.push_back(upload(*rig.runtime, *rig.a, bytes_from(0x80, 16)));
+    commands.push_back(upload(*rig.runtime, *rig.a, bytes_from(0x81, 16), 16));
+    auto failed = rig.runtime->submit(*rig.first, batch_of(std::move(commands)));
     REQUIRE(failed.has_value());
-    CHECK(runtime->stream_state(*first) == rt::StreamState::kFailed);
+    CHECK(rig.runtime->stream_state(*rig.first) == rt::StreamState::kFailed);
     emu::settle();
-    CHECK(rt::is_pending(runtime->query_fence(**failed)));
-    auto copied = runtime->submit(*second, CommandBatch::singleton(copy(*runtime, *a, *b, 16)));
-    REQUIRE(copied.has_value());
-    emu::release(second_ordinal);
-    emu::settle();
-    CHECK(rt::is_pending(runtime->query_fence(**copied)));
+    CHECK(rt::is_pending(rig.runtime->query_fence(**failed)));
+    const auto copied = rig.copy_behind_first();
     emu::release_all();
-    const auto waited = runtime->wait_fence(**failed);
+    const auto waited = rig.runtime->wait_fence(**failed);
     REQUIRE(waited.has_value());
     REQUIRE(waited->terminal.failure.has_value());
     CHECK(waited->terminal.failure->message() ==
           "cuda cudaMemcpyAsync: an illegal memory access was encountered");
-    REQUIRE(runtime->wait_fence(**copied).has_value());
-    CHECK(rt::testing::contents(*runtime, *second, *b) == bytes_from(0x80, 16));
+    REQUIRE(rig.runtime->wait_fence(*copied).has_value());
+    CHECK(rt::testing::contents(*rig.runtime, *rig.second, *rig.b) == bytes_from(0x80, 16));
   }
   check_everything_given_back();
 }
