@@ -34,8 +34,8 @@ case "$mode" in
     # threads and the replay of such a trace, the conformance suite's submits from several
     # threads, the CPU runtimes' worker pools (their kernel tests), the CUDA kernels' device
     # code run on the host (a thread per CUDA thread: a missing __syncthreads is a data race),
-    # and the cuda runtimes on the emulated cudart (a thread per stream: a batch that does not
-    # wait for the one before it on another stream is a data race on device memory).
+    # and the cuda runtimes on the emulated cudart (a thread per stream beside the submitting
+    # threads: the runtime's locking).
     targets=(schema_test recorder_test runtime_conformance_test runtime_cpu_kernels_test
              runtime_cuda_arith_test runtime_cuda_emulated_test)
     ;;
