@@ -3,11 +3,15 @@
 // that fail (at open, allocation, submit, wait, readback), work that has not run yet (Pending),
 // and the order of batches and readbacks across streams, made deterministic by holding streams.
 // Every case ends by checking that the runtime gave back every allocation, stream, event and
-// cuBLAS handle it took. Tag [cuda-emulator]; built where the CUDA toolkit is (no GPU needed).
+// cuBLAS handle it took; a listener checks the same after every conformance case too.
+// Tag [cuda-emulator]; built where the CUDA toolkit is (no GPU needed).
+#define CATCH_CONFIG_EXTERNAL_INTERFACES  // the listener base (Catch2 v2)
+#include <catch2/catch.hpp>
+
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
-
-#include <catch2/catch.hpp>
+#include <cstdio>
+#include <cstdlib>
 #include <future>
 #include <random>
 #include <string>
@@ -112,7 +116,27 @@ struct TwoStreams {
   }
 };
 
+// After every test case of this executable, the conformance suite's included: the runtimes it
+// opened must have given back every allocation, stream, event and cuBLAS handle. A case that
+// leaks ends the process with one line naming it (a listener cannot fail the case itself).
+struct GivenBack : Catch::TestEventListenerBase {
+  using TestEventListenerBase::TestEventListenerBase;
+  void testCaseEnded(const Catch::TestCaseStats& stats) override {
+    const std::size_t allocations = emu::live_allocations(), streams = emu::live_streams(),
+                      events = emu::live_events(), handles = emu::live_blas_handles();
+    if (allocations + streams + events + handles == 0) return;
+    std::fprintf(stderr,
+                 "cuda emulator: test case `%s` left %zu allocations, %zu streams, %zu events "
+                 "and %zu cuBLAS handles live\n",
+                 stats.testInfo.name.c_str(), allocations, streams, events, handles);
+    std::fflush(stderr);
+    std::abort();
+  }
+};
+
 }  // namespace
+
+CATCH_REGISTER_LISTENER(GivenBack)
 
 TEST_CASE("the cuda runtimes run on the emulated cudart, and give back all they took",
           "[cuda-emulator]") {
