@@ -243,32 +243,8 @@ print(d["event"] if d else "")' "$out/drift-cublas.json" 2>>"$out/drift-cublas.l
     echo "skip  bench-cuda: no vtrace_bench in $bin" | tee -a "$out/summary.txt"
   fi
   if [ -s "$out/bench-cuda.json" ]; then
-    # The strict kernel against cuBLAS per shape (median times), with the counters.
-    python3 - "$out/bench-cuda.json" <<'PY' | tee -a "$out/summary.txt"
-import json, sys
-runs = [b for b in json.load(open(sys.argv[1]))["benchmarks"] if b.get("aggregate_name") == "median"]
-by = {}
-for b in runs:
-    # run_name: BM_CudaDenseLinear/<strict|cublas>/rows:R/in:I/out:O/manual_time
-    parts = b["run_name"].split("/")
-    by.setdefault("/".join(parts[2:5]), {})[parts[1]] = b
-for shape, k in sorted(by.items()):
-    s, c = k.get("strict"), k.get("cublas")
-    if not s or not c:
-        continue
-    ratio = s['real_time'] / c['real_time']
-    print(f"      {shape}: strict {s['real_time']:.1f} us "
-          f"({s['GB/s']:.0f} GB/s, {s['%HBM']:.1f}% HBM, {s['GFLOP/s']:.0f} GFLOP/s, {s['%FP32']:.1f}% FP32), "
-          f"cublas {c['real_time']:.1f} us, strict/cublas time {ratio:.2f}")
-    # The issue's goals (docs/BENCHMARKS.md): decode (rows <= 8) within 1.5x of cuBLAS and at
-    # least 60% of HBM; prefill at least 50% of the FP32 FMA peak. Reported, never an exit code.
-    if int(shape.split("/")[0].split(":")[1]) <= 8:
-        missed = [m for m, bad in ((f"time {ratio:.2f}x cuBLAS > 1.5x", ratio > 1.5),
-                                   (f"{s['%HBM']:.1f}% HBM < 60%", s['%HBM'] < 60.0)) if bad]
-    else:
-        missed = [f"{s['%FP32']:.1f}% FP32 < 50%"] if s['%FP32'] < 50.0 else []
-    print(f"      {shape}: goals " + ("met" if not missed else "missed: " + "; ".join(missed)))
-PY
+    # The strict kernel against cuBLAS per shape (median times), with the counters and the goals.
+    python3 scripts/gpu_bench_summary.py "$out/bench-cuda.json" | tee -a "$out/summary.txt"
   fi
 
   if [ ${#failures[@]} -gt 0 ]; then

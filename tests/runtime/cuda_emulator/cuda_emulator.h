@@ -4,8 +4,10 @@
 // the failure paths no GPU shows on demand (tests/runtime/cuda_emulated_test.cpp).
 //
 // What it is: definitions of the cudart and cuBLAS functions (the toolkit's own headers declare
-//   them) and of kernels::launch_strict_dense_linear, linked into runtime_cuda_emulated_test in
-//   place of libcudart_static, libcublas and kernels.cu (tests/runtime/CMakeLists.txt says how).
+//   them) and of kernels::launch_strict_dense_linear, linked into runtime_cuda_emulated_test,
+//   vtrace_cuda_emulated and vtrace_bench_cuda_emulated in place of libcudart_static, libcublas
+//   and kernels.cu (tests/runtime/CMakeLists.txt says how). cudaEventElapsedTime answers the
+//   host time between two records: the benchmark's code runs, its times mean nothing.
 //   "Device memory" is host memory the emulator tracks; each stream is a worker thread that runs
 //   its operations in order, so work really runs after the call that enqueued it, and an event
 //   is really Pending until its stream reaches it.
@@ -51,8 +53,10 @@ std::uint64_t calls(std::string_view function);
 // What cudaGetDeviceCount reports (1 after reset()).
 void set_device_count(int count);
 
-// The device memory cudaGetDeviceProperties reports (totalGlobalMem): 16 GiB.
+// The device memory cudaGetDeviceProperties reports (totalGlobalMem): 16 GiB; the L2 size
+// cudaDeviceGetAttribute reports (cudaDevAttrL2CacheSize): 4 MiB.
 inline constexpr std::uint64_t kDeviceMemoryBytes = std::uint64_t{16} << 30;
+inline constexpr std::uint64_t kL2CacheBytes = std::uint64_t{4} << 20;
 
 // Holding: while held, a stream's worker starts no further operation (one already running
 // finishes). hold_all holds every stream, present and future; release lets stream `ordinal` run

@@ -4,6 +4,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
@@ -27,6 +28,8 @@ namespace {
 struct EventState {
   std::uint64_t recorded = 0;   // records made
   std::uint64_t completed = 0;  // the last record its stream reached
+  std::chrono::steady_clock::time_point completed_at{};  // when it did (cudaEventElapsedTime)
+  bool timing = true;                                    // created without cudaEventDisableTiming
 };
 
 // One queued operation: work to run, an event record to complete, or an event to wait for.
@@ -117,6 +120,7 @@ void worker_loop(CUstream_st* stream) {
     stream->queue.pop_front();
     if (op.completes) {
       op.completes->completed = std::max(op.completes->completed, op.generation);
+      op.completes->completed_at = std::chrono::steady_clock::now();
     } else if (op.work) {
       stream->running = true;
       lock.unlock();
@@ -410,6 +414,22 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* properties, int device) {
   return cudaSuccess;
 }
 
+cudaError_t cudaGetDevice(int* device) {
+  VTRACE_EMULATED_CALL(cudaGetDevice)
+  *device = 0;
+  return cudaSuccess;
+}
+
+cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attribute, int device) {
+  VTRACE_EMULATED_CALL(cudaDeviceGetAttribute)
+  if (device != 0) return cudaErrorInvalidDevice;
+  if (attribute != cudaDevAttrL2CacheSize) {
+    emu::detail::misuse("cudaDeviceGetAttribute", "an attribute the emulator does not answer");
+  }
+  *value = static_cast<int>(emu::kL2CacheBytes);
+  return cudaSuccess;
+}
+
 cudaError_t cudaDeviceSynchronize() {
   VTRACE_EMULATED_CALL(cudaDeviceSynchronize)
   wait_all_idle();
@@ -502,6 +522,34 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, std::size_t bytes, cudaM
   }
 }
 
+// Synchronous with the host; ordered with no non-blocking stream (the only ones emulated).
+cudaError_t cudaMemcpy(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind) {
+  VTRACE_EMULATED_CALL(cudaMemcpy)
+  constexpr std::string_view call = "cudaMemcpy";
+  if (bytes == 0) return cudaSuccess;
+  switch (kind) {
+    case cudaMemcpyHostToDevice:
+      require_host(call, src, bytes);
+      emu::detail::require_device(call, dst, bytes);
+      break;
+    case cudaMemcpyDeviceToHost:
+      emu::detail::require_device(call, src, bytes);
+      require_host(call, dst, bytes);
+      break;
+    case cudaMemcpyDeviceToDevice:
+      emu::detail::require_device(call, src, bytes);
+      emu::detail::require_device(call, dst, bytes);
+      if (emu::detail::overlap(dst, bytes, src, bytes)) {
+        emu::detail::misuse(call, "overlapping device ranges (memcpy is not memmove)");
+      }
+      break;
+    default:
+      emu::detail::misuse(call, "a copy kind the emulator does not take");
+  }
+  std::memcpy(dst, src, bytes);
+  return cudaSuccess;
+}
+
 cudaError_t cudaMemsetAsync(void* p, int value, std::size_t bytes, cudaStream_t stream) {
   VTRACE_EMULATED_CALL(cudaMemsetAsync)
   constexpr std::string_view call = "cudaMemsetAsync";
@@ -568,12 +616,33 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned
   return cudaSuccess;
 }
 
-cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned int /*flags*/) {
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned int flags) {
   VTRACE_EMULATED_CALL(cudaEventCreateWithFlags)
   auto* created = new CUevent_st;
+  created->state->timing = (flags & cudaEventDisableTiming) == 0;
   std::lock_guard lock(state().mutex);
   state().events.insert(created);
   *event = created;
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventCreate(cudaEvent_t* event) {
+  VTRACE_EMULATED_CALL(cudaEventCreate)
+  return cudaEventCreateWithFlags(event, cudaEventDefault);
+}
+
+// The host time between the two records' completion (the emulator's, not a GPU's).
+cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {
+  VTRACE_EMULATED_CALL(cudaEventElapsedTime)
+  require_event("cudaEventElapsedTime", start);
+  require_event("cudaEventElapsedTime", end);
+  std::lock_guard lock(state().mutex);
+  const EventState& a = *start->state;
+  const EventState& b = *end->state;
+  if (!a.timing || !b.timing) return cudaErrorInvalidResourceHandle;  // as CUDA answers
+  if (a.recorded == 0 || b.recorded == 0) return cudaErrorInvalidResourceHandle;
+  if (a.completed < a.recorded || b.completed < b.recorded) return cudaErrorNotReady;
+  *ms = std::chrono::duration<float, std::milli>(b.completed_at - a.completed_at).count();
   return cudaSuccess;
 }
 
