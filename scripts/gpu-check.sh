@@ -193,7 +193,7 @@ run_step() {
 
   # Up front: is a CUDA device usable? The cuda runtime itself answers (exit 3: unavailable).
   local probe rc
-  probe=$("$vtrace" replay traces/contract-v1.2.vtrace --runtime cuda 2>&1)
+  probe=$(timeout 120 "$vtrace" replay traces/contract-v1.2.vtrace --runtime cuda 2>&1)
   rc=$?
   if [ "$rc" -eq 3 ]; then
     echo "gpu-check: no usable CUDA GPU here, nothing was run: $probe" | tee -a "$out/summary.txt" >&2

@@ -78,6 +78,15 @@ struct State {
     int status = 0;
   };
   std::vector<Plan> plans;
+  // At exit a live stream's worker still waits on `changed`: destroying it then would hang or
+  // worse. A stream never destroyed is a leak of the code under test: say so and end here.
+  ~State() {
+    if (streams.empty()) return;
+    std::fprintf(stderr, "cuda emulator: %zu streams still live at exit (never destroyed)\n",
+                 streams.size());
+    std::fflush(stderr);
+    std::_Exit(70);
+  }
 };
 
 State& state() {
