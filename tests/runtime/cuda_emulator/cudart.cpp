@@ -95,7 +95,7 @@ State& state() {
 }
 
 // The allocation containing [p, p + bytes), or nullptr (under the mutex).
-const Allocation* find_allocation(const void* p, std::size_t bytes, std::uintptr_t* base_out) {
+const Allocation* find_allocation(const void* p, std::size_t bytes) {
   const auto address = reinterpret_cast<std::uintptr_t>(p);
   auto& allocations = state().allocations;
   auto it = allocations.upper_bound(address);
@@ -104,11 +104,18 @@ const Allocation* find_allocation(const void* p, std::size_t bytes, std::uintptr
   const std::uintptr_t base = it->first;
   const std::size_t size = it->second.bytes;
   if (address - base >= size || bytes > size - (address - base)) return nullptr;
-  if (base_out != nullptr) *base_out = base;
   return &it->second;
 }
 
-bool is_device_locked(const void* p) { return find_allocation(p, 1, nullptr) != nullptr; }
+// Whether [p, p + bytes) shares a byte with a live allocation (under the mutex; bytes >= 1).
+bool touches_device(const void* p, std::size_t bytes) {
+  const auto address = reinterpret_cast<std::uintptr_t>(p);
+  auto& allocations = state().allocations;
+  auto it = allocations.upper_bound(address + (bytes - 1));  // the first base past the range
+  if (it == allocations.begin()) return false;
+  --it;  // the last allocation starting inside or before the range
+  return it->first + it->second.bytes > address;
+}
 
 bool stream_idle(const CUstream_st& s) { return s.queue.empty() && !s.running; }
 
@@ -171,7 +178,7 @@ void require_event(std::string_view call, cudaEvent_t event) {
 void require_host(std::string_view call, const void* p, std::size_t bytes) {
   std::lock_guard lock(state().mutex);
   if (p == nullptr) emu::detail::misuse(call, "null host pointer");
-  if (is_device_locked(p) || is_device_locked(static_cast<const std::uint8_t*>(p) + (bytes - 1))) {
+  if (touches_device(p, bytes)) {
     emu::detail::misuse(call, "a device pointer where a host pointer belongs");
   }
 }
@@ -242,7 +249,7 @@ int planned_failure(std::string_view function) {
 void require_device(std::string_view call, const void* p, std::size_t bytes) {
   std::lock_guard lock(state().mutex);
   if (bytes == 0) misuse(call, "an empty device range");
-  if (find_allocation(p, bytes, nullptr) == nullptr) {
+  if (find_allocation(p, bytes) == nullptr) {
     misuse(call, "a device range outside every live allocation (out of bounds, freed, or host)");
   }
 }
