@@ -24,8 +24,9 @@ configure: deps $(BUILD)/build.ninja
 build: configure
 	cmake --build $(BUILD) -j $(JOBS)
 
-# Test-only: headless Chromium renders the HTML report (tests/report; skipped without it).
-TEST_PACKAGES := chromium
+# Test-only: headless Chromium renders the HTML report (tests/report; skipped without it);
+# python3 runs gpu-check.sh's JSON readers (tests/scripts/gpu_*_test.sh; skipped without it).
+TEST_PACKAGES := chromium python3
 
 test: build
 	@scripts/install-deps.sh $(TEST_PACKAGES)
