@@ -6,10 +6,10 @@
 // cuBLAS handle it took; a listener checks the same after every conformance case too.
 // Tag [cuda-emulator]; built where the CUDA toolkit is (no GPU needed).
 #define CATCH_CONFIG_EXTERNAL_INTERFACES  // the listener base (Catch2 v2)
-#include <catch2/catch.hpp>
-
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
+
+#include <catch2/catch.hpp>
 #include <cstdio>
 #include <cstdlib>
 #include <future>

@@ -122,7 +122,8 @@ std::vector<float> order_allowance(std::span<const std::uint8_t> input,
                                    std::span<const std::uint8_t> weight, std::size_t rows,
                                    std::size_t in_features, std::size_t out_features) {
   std::vector<float> allowance(rows * out_features);
-  const double per_order = 2.0 * static_cast<double>(in_features > 0 ? in_features - 1 : 0) * 0x1p-24;
+  const double per_order =
+      2.0 * static_cast<double>(in_features > 0 ? in_features - 1 : 0) * 0x1p-24;
   for (std::size_t r = 0; r < rows; ++r) {
     for (std::size_t o = 0; o < out_features; ++o) {
       double magnitude = 0.0;
@@ -131,16 +132,17 @@ std::vector<float> order_allowance(std::span<const std::uint8_t> input,
                                static_cast<double>(load_f32(weight, o * in_features + k)));
       }
       // NaN (a NaN or 0 * inf product) and infinity both mean: compare exactly.
-      allowance[r * out_features + o] =
-          std::isfinite(magnitude) ? static_cast<float>(4.0 * per_order * magnitude)
-                                   : std::numeric_limits<float>::infinity();
+      allowance[r * out_features + o] = std::isfinite(magnitude)
+                                            ? static_cast<float>(4.0 * per_order * magnitude)
+                                            : std::numeric_limits<float>::infinity();
     }
   }
   return allowance;
 }
 
 std::size_t wrong_elements(std::span<const std::uint8_t> actual,
-                           std::span<const std::uint8_t> expected, std::span<const float> allowance) {
+                           std::span<const std::uint8_t> expected,
+                           std::span<const float> allowance) {
   const bool approximate = traits().approximate;
   const auto value = [](std::uint16_t bits) {
     const float v = rt::f16_to_f32(bits);
@@ -172,8 +174,7 @@ std::size_t wrong_elements(std::span<const std::uint8_t> actual,
   return wrong;
 }
 
-std::size_t wrong_outputs(std::span<const std::uint8_t> actual,
-                          std::span<const std::uint8_t> input,
+std::size_t wrong_outputs(std::span<const std::uint8_t> actual, std::span<const std::uint8_t> input,
                           std::span<const std::uint8_t> weight, std::size_t rows,
                           std::size_t in_features, std::size_t out_features) {
   const RuntimeTraits& t = traits();

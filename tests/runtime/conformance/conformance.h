@@ -102,8 +102,7 @@ std::size_t wrong_elements(std::span<const std::uint8_t> actual,
 
 // wrong_elements of one launch's output against the model of the runtime under test, with the
 // launch's order allowance when the runtime is approximate.
-std::size_t wrong_outputs(std::span<const std::uint8_t> actual,
-                          std::span<const std::uint8_t> input,
+std::size_t wrong_outputs(std::span<const std::uint8_t> actual, std::span<const std::uint8_t> input,
                           std::span<const std::uint8_t> weight, std::size_t rows,
                           std::size_t in_features, std::size_t out_features);
 

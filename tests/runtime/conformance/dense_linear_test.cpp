@@ -211,8 +211,7 @@ Buffers expected_with(DenseModel model, const Case& c, const Prepared& p) {
 // wrong_elements' tolerance, its elements counted from the region's start (an odd offset puts
 // them at odd bytes of the buffer); every other byte of the three buffers, and the launch
 // count, exact.
-void check_close(const Buffers& actual, const Buffers& expected, const Case& c,
-                 const Prepared& p) {
+void check_close(const Buffers& actual, const Buffers& expected, const Case& c, const Prepared& p) {
   INFO("compared with the runtime's model within its tolerance");
   Buffers rest = actual;  // actual, with the launches' output regions taken from `expected`
   const auto& actual_target = c.alias ? actual.input : actual.output;
@@ -321,8 +320,10 @@ TEST_CASE("the runtime computes the spec's 2x2 example", "[conformance][dense_li
   CHECK(counters(*runtime).dense_linear_launches == 1);
 }
 
-TEST_CASE("NaN outputs are pinned to 0x7E00 whatever produced them (any NaN from an approximate runtime) and infinities stay infinite",
-          "[conformance][dense_linear]") {
+TEST_CASE(
+    "NaN outputs are pinned to 0x7E00 whatever produced them (any NaN from an approximate runtime) "
+    "and infinities stay infinite",
+    "[conformance][dense_linear]") {
   VTRACE_CONFORMANCE_OPEN(runtime, "device.conformance.0");
   auto stream = stream_of(*runtime);
   // Weight [[1, 0], [1, 1]] as [out][in].
@@ -684,7 +685,8 @@ TEST_CASE(
     // Exact for every runtime but an approximate one (cuda-cublas: wrong_elements' tolerance).
     const auto reference = reference_model(input, weight, c.rows, in, c.out);
     if (traits().approximate) {
-      CHECK(wrong_elements(actual, reference, order_allowance(input, weight, c.rows, in, c.out)) == 0);
+      CHECK(wrong_elements(actual, reference, order_allowance(input, weight, c.rows, in, c.out)) ==
+            0);
     } else {
       CHECK(wrong_elements(actual, reference) == 0);
     }

@@ -26,8 +26,8 @@ namespace emu = vtrace::testing::cuda_emulator;
 namespace {
 
 struct EventState {
-  std::uint64_t recorded = 0;   // records made
-  std::uint64_t completed = 0;  // the last record its stream reached
+  std::uint64_t recorded = 0;                            // records made
+  std::uint64_t completed = 0;                           // the last record its stream reached
   std::chrono::steady_clock::time_point completed_at{};  // when it did (cudaEventElapsedTime)
   bool timing = true;                                    // created without cudaEventDisableTiming
 };
