@@ -32,8 +32,8 @@ void require_handle(std::string_view call, cublasHandle_t handle) {
   if (g_handles.count(handle) == 0) emu::detail::misuse(call, "not a live cuBLAS handle");
 }
 
-// n * m * 2 bytes, or 0 when it overflows.
-std::size_t f16_bytes(std::uint64_t n, std::uint64_t m) {
+// The bytes of an n x m f16 operand, or 0 when that overflows.
+std::size_t operand_bytes(std::uint64_t n, std::uint64_t m) {
   std::uint64_t count = 0;
   if (__builtin_mul_overflow(n, m, &count) || count > SIZE_MAX / 2) return 0;
   return static_cast<std::size_t>(count * 2);
@@ -159,11 +159,11 @@ cublasStatus_t cublasGemmEx(cublasHandle_t handle, cublasOperation_t transa,
     }
   }
   const std::size_t a_bytes =
-      f16_bytes(static_cast<std::uint64_t>(k), static_cast<std::uint64_t>(m));
+      operand_bytes(static_cast<std::uint64_t>(k), static_cast<std::uint64_t>(m));
   const std::size_t b_bytes =
-      f16_bytes(static_cast<std::uint64_t>(k), static_cast<std::uint64_t>(n));
+      operand_bytes(static_cast<std::uint64_t>(k), static_cast<std::uint64_t>(n));
   const std::size_t c_bytes =
-      f16_bytes(static_cast<std::uint64_t>(m), static_cast<std::uint64_t>(n));
+      operand_bytes(static_cast<std::uint64_t>(m), static_cast<std::uint64_t>(n));
   emu::detail::require_device(call, A, a_bytes);
   emu::detail::require_device(call, B, b_bytes);
   emu::detail::require_device(call, C, c_bytes);
@@ -202,9 +202,9 @@ cudaError_t launch_strict_dense_linear(const std::uint8_t* input, const std::uin
     return static_cast<cudaError_t>(planned);
   }
   constexpr std::string_view call = "launch_strict_dense_linear";
-  const std::size_t input_bytes = f16_bytes(rows, in_features);
-  const std::size_t weight_bytes = f16_bytes(out_features, in_features);
-  const std::size_t output_bytes = f16_bytes(rows, out_features);
+  const std::size_t input_bytes = operand_bytes(rows, in_features);
+  const std::size_t weight_bytes = operand_bytes(out_features, in_features);
+  const std::size_t output_bytes = operand_bytes(rows, out_features);
   if (input_bytes == 0 || weight_bytes == 0 || output_bytes == 0) {
     emu::detail::misuse(call, "a dimension of 0, or operand sizes past size_t");
   }
