@@ -62,7 +62,9 @@ for target in "${targets[@]}"; do
   fi
 done
 targets=("${present[@]}")
-[ "$mode" = thread ] && ctest_filter=(-L "^($(IFS='|'; echo "${targets[*]}"))\$")
+if [ "$mode" = thread ]; then
+  ctest_filter=(-L "^($(IFS='|'; echo "${targets[*]}"))\$")
+fi
 start=$(date +%s)
 cmake --build "$build" -j "$jobs" --target "${targets[@]}"
 built=$(date +%s)
