@@ -3,8 +3,9 @@
 // std::thread, __syncthreads is a std::barrier of the block's threads, __shared__ arrays are
 // function statics (one block runs at a time, so they are the block's shared memory), and
 // threadIdx and blockIdx are thread_local. Nothing here is device-faithful beyond what the
-// kernels' indexing needs: it checks which thread loads, stages and reduces what, not timing,
-// memory ordering or occupancy.
+// kernels' indexing needs: it checks which thread loads, stages and reduces what, and that every
+// 16-byte access is 16-byte aligned (check_vector_access), not timing, memory ordering or
+// occupancy.
 //
 // Include this, then kernels_device.h, in one translation unit without the CUDA headers.
 // Thread rules: launch() runs one launch to completion; not reentrant (the shared statics).
@@ -13,6 +14,8 @@
 
 #include <barrier>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <thread>
@@ -54,9 +57,26 @@ inline thread_local std::barrier<>* block_barrier = nullptr;
 
 inline void __syncthreads() { vtrace::cuda_host_shim::block_barrier->arrive_and_wait(); }
 
-// The device's read-only load: a plain load of 16 bytes (the kernel passes only 16-byte aligned
-// addresses here; the copy does not rely on it).
+namespace vtrace::cuda_host_shim {
+
+// A 16-byte access of the device code (uint4, float4) at `p`. On a GPU one at an address that is
+// not 16-byte aligned is a fault (cudaErrorMisalignedAddress) that poisons the whole context; the
+// host's memcpy would not care, so the shim refuses it here: one line naming the address and the
+// process aborts (the test fails), as the emulated cudart does with a misuse.
+inline void check_vector_access(const void* p) {
+  if (reinterpret_cast<std::uintptr_t>(p) % 16 == 0) return;
+  std::fprintf(stderr,
+               "cuda_host_shim: a 16-byte access at %p, which is not 16-byte aligned (on a GPU: "
+               "cudaErrorMisalignedAddress)\n",
+               p);
+  std::abort();
+}
+
+}  // namespace vtrace::cuda_host_shim
+
+// The device's read-only load of 16 bytes, which must be 16-byte aligned (check_vector_access).
 inline uint4 __ldg(const uint4* p) {
+  vtrace::cuda_host_shim::check_vector_access(p);
   uint4 v;
   std::memcpy(&v, p, sizeof v);
   return v;

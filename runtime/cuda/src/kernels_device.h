@@ -5,7 +5,7 @@
 // checks each kernel's indexing, staging ring and tails against the reference without a GPU. So
 // this header uses only what that shim provides: threadIdx, blockIdx, __shared__, __align__,
 // __syncthreads, __ldg, uint4, float4, make_uint4, make_float4, __global__, __device__,
-// __launch_bounds__.
+// __launch_bounds__, and on the host only, check_vector_access (16-byte accesses aligned).
 //
 // The per-element arithmetic, the tile layouts and the per-tile reductions are strict_arith.h's.
 // Parallelism is over outputs only: each output's accumulator lives in one thread and sees k
@@ -45,13 +45,25 @@ __device__ inline uint4 load_group(const std::uint8_t* p, int valid, bool vec) {
                     h[6] | (h[7] << 16));
 }
 
+// Where g++ compiles this header (the test, through the shim): the shim's check that a 16-byte
+// access is 16-byte aligned, which the device requires and a host memcpy would not. Nothing in
+// nvcc's host pass, which never runs device code.
+__device__ inline void host_check_vector_access(const void* p) {
+#ifndef __CUDACC__
+  ::vtrace::cuda_host_shim::check_vector_access(p);
+#else
+  (void)p;
+#endif
+}
+
 // Four floats of shared memory at a 16-byte aligned address, as one 16-byte access. On the
 // device a float4 access; on the host (the shim) a memcpy, so the test's build reads the floats
-// through no other type.
+// through no other type, after the shim's check that the address is aligned as the device needs.
 __device__ inline float4 load_float4(const float* p) {
 #ifdef __CUDA_ARCH__
   return *reinterpret_cast<const float4*>(p);
 #else
+  host_check_vector_access(p);
   float4 v;
   std::memcpy(&v, p, sizeof v);
   return v;
@@ -61,6 +73,7 @@ __device__ inline void store_float4(float* p, const float4& v) {
 #ifdef __CUDA_ARCH__
   *reinterpret_cast<float4*>(p) = v;
 #else
+  host_check_vector_access(p);
   std::memcpy(p, &v, sizeof v);
 #endif
 }
