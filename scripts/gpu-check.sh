@@ -20,6 +20,16 @@
 #                                match), and runs the GPU benchmarks. Everything is written under
 #                                $OUT (default build-gpu/out). Exit 0 when every step did what it
 #                                must, 1 when one did not (the summary names it), 4 without a GPU.
+#                                The whole run has a budget (VTRACE_GPU_CHECK_BUDGET_S, default
+#                                460 s, inside the issue's 8 minutes): each step's limit is cut to
+#                                what is left, and a step reached with nothing left is not run and
+#                                counts as failed (0: only the probe runs; how the test suite
+#                                checks that path). The device tool brings back at most 8 files from
+#                                $OUT, 16 MiB each, so at the end the headline files stay as they
+#                                are (summary.txt, nvidia-smi.txt, decode-cuda.vtrace,
+#                                compare-bitwise.json, drift-cublas.json, drift-cublas.html,
+#                                bench-cuda.json) and every other file (each step's log, the
+#                                repro) is packed into $OUT/gpu-check-results.tar.gz.
 #
 # VTRACE_GPU_CHECK_BIN=DIR makes the run step take vtrace and runtime_conformance_test (and
 # vtrace_bench, whose step is skipped when DIR has none) from DIR instead of the carry set: how
@@ -33,6 +43,11 @@ build=${BUILD_DIR:-build-gpu}
 carry=$build/carry
 readonly kExitNoGpu=4
 readonly kCarryLimitBytes=$((64 * 1024 * 1024))
+# What the device tool brings back from $OUT: at most 8 files of at most 16 MiB each.
+readonly kOutFileLimitBytes=$((16 * 1024 * 1024))
+readonly kArchive=gpu-check-results.tar.gz
+readonly kHeadlineFiles=(summary.txt nvidia-smi.txt decode-cuda.vtrace compare-bitwise.json
+  drift-cublas.json drift-cublas.html bench-cuda.json)
 
 die() {
   echo "gpu-check: $*" >&2
@@ -54,6 +69,10 @@ system_library() {
 build_step() {
   command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ] || die "no nvcc: the build step needs the CUDA toolkit"
   local start=$SECONDS
+  # What a fresh development machine lacks: the project's Debian packages (make deps) and ccache,
+  # the compiler launcher of this second build tree.
+  make -s deps || die "cannot install the project's Debian packages (make deps)"
+  scripts/install-deps.sh ccache || die "cannot install ccache, the launcher of this build"
   # OpenBLAS (the CPU sgemm baseline of bench_dense_linear.cpp) is left out: it is not on the
   # GPU machine and its benchmarks are not the GPU check's.
   if [ ! -f "$build/build.ninja" ]; then
@@ -122,12 +141,25 @@ build_step() {
 # --- run ---------------------------------------------------------------------------------------
 
 failures=()
+run_start=$SECONDS
+budget_s=460
+# The seconds left of the run's budget (may be 0 or less).
+budget_left() { echo $((budget_s - (SECONDS - run_start))); }
+
 # step NAME LIMIT_S EXPECTED_RC COMMAND...: runs COMMAND with its output in $out/NAME.log and
-# records a failure when it does not exit EXPECTED_RC (a limit hit counts as a failure).
+# records a failure when it does not exit EXPECTED_RC (a limit hit counts as a failure). The
+# limit is cut to what is left of the run's budget; with nothing left the step is not run.
 step() {
   local name=$1 limit=$2 expected=$3
   shift 3
-  local begin=$SECONDS rc
+  local begin=$SECONDS rc left
+  left=$(budget_left)
+  if [ "$left" -le 0 ]; then
+    echo "FAIL  $name (not run: the run's budget of $budget_s s is spent)" | tee -a "$out/summary.txt"
+    failures+=("$name")
+    return 0
+  fi
+  [ "$limit" -le "$left" ] || limit=$left
   timeout "$limit" "$@" >"$out/$name.log" 2>&1
   rc=$?
   if [ "$rc" -eq "$expected" ]; then
@@ -176,7 +208,52 @@ choose_binaries() {
     tee -a "$out/summary.txt"
 }
 
+# Packs every file of $out that is not a headline file into $out/$kArchive and removes it there,
+# so that what comes back from the device tool (8 files at most, 16 MiB each) is complete. Says
+# what it packed, and warns of a file too large to come back.
+pack_results() {
+  local listed packed name
+  listed=$(mktemp "${TMPDIR:-/tmp}/gpu-check-results.XXXXXX") || return 0
+  for name in "$out"/* "$out"/.[!.]*; do
+    [ -f "$name" ] || continue
+    name=$(basename "$name")
+    case " $kArchive ${kHeadlineFiles[*]} " in
+      *" $name "*) ;;
+      *) printf '%s\n' "$name" >>"$listed" ;;
+    esac
+  done
+  # Written outside $out (tar refuses a folder that changes while it reads it), then moved in.
+  packed=$listed.tar.gz
+  if tar -C "$out" -czf "$packed" -T "$listed" && mv "$packed" "$out/$kArchive"; then
+    while read -r name; do rm -f "$out/$name"; done <"$listed"
+    echo "gpu-check run: $(wc -l <"$listed") result files packed in $kArchive; beside it: $(cd "$out" && ls | tr '\n' ' ')"
+  else
+    echo "gpu-check: cannot pack the results into $kArchive; they stay as files" >&2
+    rm -f "$packed"
+  fi
+  rm -f "$listed"
+  for name in "$out"/*; do
+    [ "$(stat -c %s "$name")" -le "$kOutFileLimitBytes" ] ||
+      echo "gpu-check: $(basename "$name") is over the device tool's 16 MiB a file: it will not come back" >&2
+  done
+}
+
+# Ends the run: the verdict in the summary, the results packed, exit 0 or 1.
+finish_run() {
+  if [ ${#failures[@]} -gt 0 ]; then
+    echo "gpu-check run: FAILED: ${failures[*]}" | tee -a "$out/summary.txt"
+    pack_results
+    exit 1
+  fi
+  echo "gpu-check run: every step did what it must" | tee -a "$out/summary.txt"
+  pack_results
+  exit 0
+}
+
 run_step() {
+  budget_s=${VTRACE_GPU_CHECK_BUDGET_S:-$budget_s}
+  [[ "$budget_s" =~ ^[0-9]+$ ]] || die "VTRACE_GPU_CHECK_BUDGET_S must be a whole number of seconds, not '$budget_s'"
+  run_start=$SECONDS
   if [ -z "${VTRACE_GPU_CHECK_BIN:-}" ]; then
     local name
     for name in vtrace runtime_conformance_test vtrace_bench; do
@@ -247,11 +324,7 @@ print(d["event"] if d else "")' "$out/drift-cublas.json" 2>>"$out/drift-cublas.l
     python3 scripts/gpu_bench_summary.py "$out/bench-cuda.json" | tee -a "$out/summary.txt"
   fi
 
-  if [ ${#failures[@]} -gt 0 ]; then
-    echo "gpu-check run: FAILED: ${failures[*]}" | tee -a "$out/summary.txt"
-    exit 1
-  fi
-  echo "gpu-check run: every step did what it must" | tee -a "$out/summary.txt"
+  finish_run
 }
 
 case "${1:-}" in
