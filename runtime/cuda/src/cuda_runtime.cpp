@@ -40,7 +40,9 @@ namespace vtrace::runtime::cuda {
 
 namespace {
 
+using contract::bump;
 using contract::error;
+using contract::RuntimeCounters;
 
 constexpr std::string_view kImplementationVersion = "vtrace.cuda.runtime.v1";
 
@@ -54,26 +56,11 @@ std::string cublas_failure(std::string_view call, cublasStatus_t status) {
   return std::string(call) + ": " + cublasGetStatusString(status);
 }
 
-// Relaxed atomics: statistics ordered by the calls that move them (as host_objects.h).
-struct Counters {
-  std::atomic<std::uint64_t> allocations{0};
-  std::atomic<std::uint64_t> live_allocations{0};
-  std::atomic<std::uint64_t> submissions{0};
-  std::atomic<std::uint64_t> commands{0};
-  std::atomic<std::uint64_t> uploaded_bytes{0};
-  std::atomic<std::uint64_t> dense_linear_launches{0};
-  std::atomic<std::uint64_t> readback_bytes{0};
-};
-
-void bump(std::atomic<std::uint64_t>& counter, std::uint64_t amount = 1) {
-  counter.fetch_add(amount, std::memory_order_relaxed);
-}
-
 // One cudaMalloc allocation, shared by the buffer and every command region on it.
 class DeviceStorage {
  public:
   DeviceStorage(std::uint8_t* base, std::uint64_t logical_offset,
-                std::shared_ptr<Counters> counters, ReservationToken reservation)
+                std::shared_ptr<RuntimeCounters> counters, ReservationToken reservation)
       : base_(base),
         logical_offset_(logical_offset),
         counters_(std::move(counters)),
@@ -90,7 +77,7 @@ class DeviceStorage {
  private:
   std::uint8_t* base_;
   std::uint64_t logical_offset_;
-  std::shared_ptr<Counters> counters_;
+  std::shared_ptr<RuntimeCounters> counters_;
   ReservationToken reservation_;
 };
 
@@ -286,7 +273,7 @@ class CudaRuntime final : public DeviceRuntime {
   const std::string_view label_;
   const DeviceDescriptor descriptor_;
   const std::uint64_t instance_;
-  std::shared_ptr<Counters> counters_ = std::make_shared<Counters>();
+  std::shared_ptr<RuntimeCounters> counters_ = std::make_shared<RuntimeCounters>();
   cudaStream_t service_stream_ = nullptr;  // zero fill of new allocations
   std::mutex service_mutex_;
   cublasHandle_t cublas_ = nullptr;  // cuda-cublas only; used under submit_mutex_
@@ -375,12 +362,7 @@ Result<std::unique_ptr<DeviceRuntime>> CudaRuntime::open(CudaDenseLinear dense_l
 }
 
 std::optional<CounterSnapshot> CudaRuntime::counter_snapshot() const {
-  const Counters& c = *counters_;
-  constexpr auto relaxed = std::memory_order_relaxed;
-  return CounterSnapshot{c.allocations.load(relaxed),    c.live_allocations.load(relaxed),
-                         c.submissions.load(relaxed),    c.commands.load(relaxed),
-                         c.uploaded_bytes.load(relaxed), c.dense_linear_launches.load(relaxed),
-                         c.readback_bytes.load(relaxed)};
+  return counters_->snapshot();
 }
 
 Result<BufferPtr> CudaRuntime::allocate(AllocationPermit permit) {

@@ -27,7 +27,9 @@
 
 namespace vtrace::runtime::host::objects {
 
+using contract::bump;
 using contract::error;
+using contract::RuntimeCounters;
 
 inline std::optional<std::size_t> to_size(std::uint64_t value) {
   if constexpr (sizeof(std::size_t) < sizeof(std::uint64_t)) {
@@ -36,27 +38,12 @@ inline std::optional<std::size_t> to_size(std::uint64_t value) {
   return static_cast<std::size_t>(value);
 }
 
-// Relaxed atomics: the counters are statistics, ordered by the calls that move them.
-struct Counters {
-  std::atomic<std::uint64_t> allocations{0};
-  std::atomic<std::uint64_t> live_allocations{0};
-  std::atomic<std::uint64_t> submissions{0};
-  std::atomic<std::uint64_t> commands{0};
-  std::atomic<std::uint64_t> uploaded_bytes{0};
-  std::atomic<std::uint64_t> dense_linear_launches{0};
-  std::atomic<std::uint64_t> readback_bytes{0};
-};
-
-inline void bump(std::atomic<std::uint64_t>& counter, std::uint64_t amount = 1) {
-  counter.fetch_add(amount, std::memory_order_relaxed);
-}
-
 // One allocation. Shared by the buffer handle and every command region that refers to it; the
 // last holder's release decrements live_allocations and returns the admitted bytes.
 class Storage {
  public:
   Storage(std::unique_ptr<std::uint8_t[]> bytes, std::size_t logical_offset,
-          std::shared_ptr<Counters> counters, ReservationToken reservation)
+          std::shared_ptr<RuntimeCounters> counters, ReservationToken reservation)
       : bytes_(std::move(bytes)),
         logical_offset_(logical_offset),
         counters_(std::move(counters)),
@@ -75,7 +62,7 @@ class Storage {
   mutable std::mutex mutex_;
   std::unique_ptr<std::uint8_t[]> bytes_;
   std::size_t logical_offset_;
-  std::shared_ptr<Counters> counters_;
+  std::shared_ptr<RuntimeCounters> counters_;
   ReservationToken reservation_;
 };
 

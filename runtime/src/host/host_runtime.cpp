@@ -71,7 +71,7 @@ struct HostRuntime::State {
   std::uint64_t instance = 0;
   // Shared with every storage, which may outlive the runtime only in misuse; even then the
   // decrement stays valid.
-  std::shared_ptr<Counters> counters = std::make_shared<Counters>();
+  std::shared_ptr<RuntimeCounters> counters = std::make_shared<RuntimeCounters>();
   // One submit executes at a time: the kernel and the staging buffer are not reentrant.
   std::mutex execute_mutex;
   std::vector<std::uint8_t> staging;  // output of a launch whose regions alias, grow-only
@@ -182,14 +182,7 @@ std::optional<std::uintptr_t> HostRuntime::logical_address(const Buffer& buffer)
   return own->logical_address();
 }
 
-CounterSnapshot HostRuntime::snapshot() const {
-  const Counters& c = *state_->counters;
-  constexpr auto relaxed = std::memory_order_relaxed;
-  return CounterSnapshot{c.allocations.load(relaxed),           c.live_allocations.load(relaxed),
-                         c.submissions.load(relaxed),           c.commands.load(relaxed),
-                         c.uploaded_bytes.load(relaxed),        c.dense_linear_launches.load(relaxed),
-                         c.readback_bytes.load(relaxed)};
-}
+CounterSnapshot HostRuntime::snapshot() const { return state_->counters->snapshot(); }
 
 const DeviceDescriptor& HostRuntime::descriptor() const { return state_->descriptor; }
 

@@ -1,4 +1,5 @@
-// The four kinds of command every runtime executes, written once over a runtime's own region type.
+// The four kinds of command every runtime executes, written once over a runtime's own region type,
+// and the counters every runtime keeps (RuntimeCounters).
 //
 // A runtime's command is contract::RuntimeCommand<Region, Upload>: a copy, an upload, a zero or a
 // dense-linear dispatch, each holding the regions it touches. What differs between runtimes is
@@ -17,6 +18,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string_view>
@@ -27,6 +29,33 @@
 #include "vtrace/runtime/contract.h"
 
 namespace vtrace::runtime::contract {
+
+// The seven counters of spec 7.6 as a runtime keeps them, moved at the reference's triggers and
+// read as a CounterSnapshot. Shared (by shared pointer) by the runtime and its storages, whose
+// last holder decrements live_allocations. Thread rules: relaxed atomics; the counters are
+// statistics, ordered by the calls that move them.
+struct RuntimeCounters {
+  std::atomic<std::uint64_t> allocations{0};
+  std::atomic<std::uint64_t> live_allocations{0};
+  std::atomic<std::uint64_t> submissions{0};
+  std::atomic<std::uint64_t> commands{0};
+  std::atomic<std::uint64_t> uploaded_bytes{0};
+  std::atomic<std::uint64_t> dense_linear_launches{0};
+  std::atomic<std::uint64_t> readback_bytes{0};
+
+  CounterSnapshot snapshot() const {
+    constexpr auto relaxed = std::memory_order_relaxed;
+    return CounterSnapshot{allocations.load(relaxed),    live_allocations.load(relaxed),
+                           submissions.load(relaxed),    commands.load(relaxed),
+                           uploaded_bytes.load(relaxed), dense_linear_launches.load(relaxed),
+                           readback_bytes.load(relaxed)};
+  }
+};
+
+// Moves one counter of a RuntimeCounters up by `amount`.
+inline void bump(std::atomic<std::uint64_t>& counter, std::uint64_t amount = 1) {
+  counter.fetch_add(amount, std::memory_order_relaxed);
+}
 
 template <class Region>
 struct CopyKind {
