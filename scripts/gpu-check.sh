@@ -264,6 +264,12 @@ run_step() {
   mkdir -p "$out"
   : >"$out/summary.txt"
   export LD_LIBRARY_PATH="$PWD/$carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  # cuBLAS where the CUDA toolkit keeps it, last, for a machine whose loader is not told of it
+  # (the binaries need libcublas.so.13 and would not start at all).
+  local dir
+  for dir in /usr/local/cuda/lib64 /usr/local/cuda/lib /usr/local/cuda/targets/x86_64-linux/lib; do
+    [ -d "$dir" ] && LD_LIBRARY_PATH+=":$dir"
+  done
   export VTRACE_TEST_DATA_DIR="$PWD/tests/data"
   choose_binaries
   local vtrace=$bin/vtrace
