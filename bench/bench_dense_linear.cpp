@@ -1,9 +1,10 @@
 // The dense-linear kernels side by side: the reference kernel, the cpu kernels (exact on 1 and
-// on all threads, split-k on all threads) and OpenBLAS cblas_sgemm on f32 copies of the same
-// operands (all threads; built only when CMake found OpenBLAS), on the decode shapes 8x4096x4096
-// and 1x4096x11008 and the prefill shape 128x4096x4096 (rows x in x out). GFLOP/s = 2*rows*in*out
-// per second of wall time; the label names the ISA path. The reference kernel takes seconds on
-// the prefill shape, so that one runs a single iteration per repetition. Compare medians:
+// on all threads, split-k on all threads; each instruction path the CPU has, exact on all
+// threads) and OpenBLAS cblas_sgemm on f32 copies of the same operands (all threads; built only
+// when CMake found OpenBLAS), on the decode shapes 8x4096x4096 and 1x4096x11008 and the prefill
+// shape 128x4096x4096 (rows x in x out). GFLOP/s = 2*rows*in*out per second of wall time; the
+// label names the ISA path. The reference kernel takes seconds on the prefill shape, so that one
+// runs a single iteration per repetition. Compare medians:
 //   build-rel/bench/vtrace_bench --benchmark_filter=DenseLinear --benchmark_repetitions=5
 //     --benchmark_report_aggregates_only=true
 #include <benchmark/benchmark.h>
@@ -84,9 +85,14 @@ void bm_reference(benchmark::State& state, DenseLinearShape s) {
   finish(state, s, "scalar");
 }
 
-void bm_cpu(benchmark::State& state, DenseLinearShape s, unsigned threads, bool splitk) {
+void bm_cpu(benchmark::State& state, DenseLinearShape s, unsigned threads, bool splitk,
+            vr::cpu::Isa isa) {
+  if (!vr::cpu::isa_supported(isa)) {
+    state.SkipWithError(("this CPU has no " + std::string(vr::cpu::isa_name(isa)) + " path").c_str());
+    return;
+  }
   Operands& op = const_cast<Operands&>(operands(s));
-  DenseLinearEngine engine(threads, vr::cpu::detect_isa());
+  DenseLinearEngine engine(threads, isa);
   for (auto _ : state) {
     if (splitk) {
       engine.dense_linear_splitk(op.input.data(), op.weight.data(), op.output.data(), s);
@@ -134,17 +140,29 @@ bool register_all() {
                                              bm_reference, s);
     ref->Unit(benchmark::kMillisecond)->UseRealTime();
     if (s.rows > 8) ref->Iterations(1);  // seconds per call
+    const vr::cpu::Isa best = vr::cpu::detect_isa();
     benchmark::RegisterBenchmark(("DenseLinear/cpu_exact_1t" + suffix).c_str(), bm_cpu, s, 1u,
-                                 false)
+                                 false, best)
         ->Unit(benchmark::kMillisecond)
         ->UseRealTime();
-    benchmark::RegisterBenchmark(("DenseLinear/cpu_exact" + suffix).c_str(), bm_cpu, s, 0u, false)
+    benchmark::RegisterBenchmark(("DenseLinear/cpu_exact" + suffix).c_str(), bm_cpu, s, 0u, false,
+                                 best)
         ->Unit(benchmark::kMillisecond)
         ->UseRealTime();
     benchmark::RegisterBenchmark(("DenseLinear/cpu_splitk" + suffix).c_str(), bm_cpu, s, 0u,
-                                 true)
+                                 true, best)
         ->Unit(benchmark::kMillisecond)
         ->UseRealTime();
+    // Each instruction path on all threads (the runtime's --isa): what run-time dispatch gains.
+    // A path this CPU lacks is skipped with the reason.
+    for (const vr::cpu::Isa isa :
+         {vr::cpu::Isa::kPortable, vr::cpu::Isa::kAvx2F16c, vr::cpu::Isa::kAvx512}) {
+      benchmark::RegisterBenchmark(
+          ("DenseLinear/cpu_isa/" + std::string(vr::cpu::isa_name(isa)) + suffix).c_str(), bm_cpu,
+          s, 0u, false, isa)
+          ->Unit(benchmark::kMillisecond)
+          ->UseRealTime();
+    }
 #if VTRACE_HAVE_OPENBLAS
     benchmark::RegisterBenchmark(("DenseLinear/openblas_sgemm" + suffix).c_str(), bm_sgemm, s)
         ->Unit(benchmark::kMillisecond)
