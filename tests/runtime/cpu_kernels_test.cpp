@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cpu/dense_linear_cpu.h"
+#include "cpu/kernels/kernel_set.h"
 #include "reference/dense_linear_kernel.h"
 #include "support/test_support.h"
 #include "vtrace/runtime/f16.h"
@@ -158,7 +159,9 @@ void check_all_patterns(Isa isa) {
       require_same_bits(run(engine, Kernel::kSplitK, in, w, s), reference(in, w, s), s);
     }
     {
-      const DenseLinearShape s{5, 3, 65536};
+      // More than kSmallRows rows: the avx512 path runs launches of at most that many rows with
+      // its AVX2 kernels, so only a taller launch puts every pattern through its own.
+      const DenseLinearShape s{vr::cpu::kSmallRows + 5, 3, 65536};
       Bytes w(2 * 65536 * 3);
       for (std::size_t o = 0; o < 65536; ++o) {
         put(w, 3 * o, static_cast<std::uint16_t>(o));
@@ -170,9 +173,9 @@ void check_all_patterns(Isa isa) {
                                         {0x3800, 0xC200, 0x1419},    // 0.5, -3, ~0.001
                                         {kMaxF16, 0x0001, 0x8000},   // 65504, 2^-24, -0
                                         {0x0200, kInf, 0x3C01}};     // subnormal, inf
-      Bytes in(2 * 15);
-      for (std::size_t r = 0; r < 5; ++r) {
-        for (std::size_t i = 0; i < 3; ++i) put(in, 3 * r + i, rows[r][i]);
+      Bytes in(2 * 3 * s.rows);
+      for (std::size_t r = 0; r < s.rows; ++r) {
+        for (std::size_t i = 0; i < 3; ++i) put(in, 3 * r + i, rows[r % 5][i]);
       }
       require_same_bits(run(engine, Kernel::kExact, in, w, s), reference(in, w, s), s);
     }
@@ -268,7 +271,8 @@ void check_special_values(Isa isa) {
 }
 
 // Split-k against the scalar model: K below, at and above the block, not multiples of 256, and
-// block counts 1..17 so every shape of the tree (odd carries at every level) appears.
+// block counts 1..17 so every shape of the tree (odd carries at every level) appears; row
+// counts on both sides of kSmallRows (the avx512 path's two kernel sets).
 void check_splitk_order(Isa isa) {
   std::mt19937_64 rng(0x5EED0003);
   const std::size_t ks[] = {1, 7, 100, 255, 256, 257, 300, 511, 512, 513, 769, 1025, 1283,
@@ -277,7 +281,8 @@ void check_splitk_order(Isa isa) {
   DenseLinearEngine two(2, isa);
   std::size_t index = 0;
   for (const std::size_t k : ks) {
-    const DenseLinearShape s{1 + index % 7, k, 1 + (index * 13) % 37};
+    const std::size_t rows = 1 + index % 7 + (index % 2 == 0 ? 0 : vr::cpu::kSmallRows);
+    const DenseLinearShape s{rows, k, 1 + (index * 13) % 37};
     INFO("shape " << shape_text(s));
     Bytes in = gaussian(s.rows * k, rng, 3.0f);
     Bytes w = gaussian(s.out_features * k, rng, 0.5f);
@@ -302,7 +307,9 @@ void check_splitk_tree_shape(Isa isa) {
   const std::size_t block = vr::cpu::kSplitKBlock;
   std::size_t discriminating = 0;
   for (std::size_t n = 2; n <= 17; ++n) {
-    const DenseLinearShape s{2, n * block - (n % 3) * 50, 40};
+    // Rows on both sides of kSmallRows (the avx512 path's two kernel sets).
+    const std::size_t rows = n % 2 == 0 ? 2 : vr::cpu::kSmallRows + 2;
+    const DenseLinearShape s{rows, n * block - (n % 3) * 50, 40};
     INFO("blocks " << n << " shape " << shape_text(s));
     Bytes in(2 * s.rows * s.in_features);
     for (std::size_t i = 0; i < s.rows * s.in_features; ++i) put(in, i, i < s.in_features ? 0x6400 : 0xE000);
@@ -342,7 +349,7 @@ void check_splitk_differs(Isa isa) {
   std::mt19937_64 rng(0x5EED0004);
   DenseLinearEngine engine(2, isa);
   for (const std::size_t k : {std::size_t{1024}, std::size_t{4096}}) {
-    const DenseLinearShape s{8, k, 128};
+    const DenseLinearShape s{k == 1024 ? vr::cpu::kSmallRows : vr::cpu::kSmallRows + 1, k, 128};
     const Bytes in = gaussian(s.rows * k, rng);
     const Bytes w = gaussian(s.out_features * k, rng, 0.05f);
     const Bytes split = run(engine, Kernel::kSplitK, in, w, s);
@@ -373,6 +380,68 @@ void check_degenerate(Isa isa) {
   engine.dense_linear_splitk(nullptr, nullptr, untouched.data(), DenseLinearShape{0, 4, 4});
   engine.dense_linear_exact(nullptr, nullptr, untouched.data(), DenseLinearShape{4, 4, 0});
   CHECK(untouched == Bytes(8, 0xEE));
+}
+
+// Every micro-kernel of a path's kernel set (kernel_set.h), called directly: mr rows x np panels
+// for every mr <= kMaxMr and np <= kMaxNp, from +0 and continuing from given accumulators, over
+// k lengths around the unroll and the tile, against a scalar model (acc + a * w in f32, k
+// ascending: the product of two f16 values is exact, so that is the FMA's result too), bit for
+// bit, with guard columns that must stay untouched. The engine's blocking reaches only some
+// (mr, np) pairs for a given shape (the avx512 path's own kernels only above kSmallRows rows);
+// this reaches every one.
+void check_micro_kernels(Isa isa) {
+  namespace kn = vr::cpu::kernels;
+  const kn::KernelSet& set = isa == Isa::kAvx512   ? kn::avx512_kernel_set()
+                             : isa == Isa::kAvx2F16c ? kn::avx2_kernel_set()
+                                                     : kn::portable_kernel_set();
+  std::mt19937_64 rng(0x5EED0006);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::uniform_int_distribution<int> scale(-12, 6);
+  // An f16 value as f32: mostly ordinary numbers of mixed scales (so the order of additions
+  // shows in the roundings), some subnormals and signed zeros.
+  auto f16_value = [&]() {
+    const std::uint64_t pick = rng() % 16;
+    if (pick == 0) return vr::f16_to_f32(static_cast<std::uint16_t>(rng() % 0x400 | (rng() % 2) << 15));
+    if (pick == 1) return rng() % 2 == 0 ? 0.0f : -0.0f;
+    return vr::f16_to_f32(vr::f32_to_f16(std::ldexp(dist(rng), scale(rng))));
+  };
+  const std::size_t nr = set.nr;
+  constexpr float kGuard = -12345.5f;
+  for (std::size_t mr = 1; mr <= vr::cpu::kernels::kMaxMr; ++mr) {
+    for (std::size_t np = 1; np <= vr::cpu::kernels::kMaxNp; ++np) {
+      for (const std::size_t kc : {std::size_t{1}, std::size_t{5}, std::size_t{17},
+                                   vr::cpu::kSplitKBlock}) {
+        const std::size_t lda = kc + 3;
+        const std::size_t panel_stride = kc * nr + 8;
+        const std::size_t ldc = np * nr + 3;
+        std::vector<float> a(mr * lda), b(np * panel_stride), start(mr * ldc);
+        for (float& x : a) x = f16_value();
+        for (float& x : b) x = f16_value();
+        for (float& x : start) x = dist(rng) * 4.0f;
+        for (const bool accumulate : {false, true}) {
+          INFO(vr::cpu::isa_name(isa) << ": mr " << mr << " np " << np << " kc " << kc
+                                      << (accumulate ? ", accumulating" : ", from +0"));
+          std::vector<float> c = start;
+          for (std::size_t r = 0; r < mr; ++r) {
+            for (std::size_t j = np * nr; j < ldc; ++j) c[r * ldc + j] = kGuard;
+          }
+          std::vector<float> want = c;
+          for (std::size_t r = 0; r < mr; ++r) {
+            for (std::size_t o = 0; o < np * nr; ++o) {
+              float acc = accumulate ? c[r * ldc + o] : 0.0f;
+              for (std::size_t k = 0; k < kc; ++k) {
+                acc = acc + a[r * lda + k] * b[(o / nr) * panel_stride + k * nr + o % nr];
+              }
+              want[r * ldc + o] = acc;
+            }
+          }
+          set.micro[mr - 1][np - 1](a.data(), lda, b.data(), panel_stride, kc, c.data(), ldc,
+                                    accumulate);
+          REQUIRE(std::memcmp(c.data(), want.data(), c.size() * sizeof(float)) == 0);
+        }
+      }
+    }
+  }
 }
 
 #define VTRACE_REQUIRE_ISA(isa)                                                   \
@@ -425,6 +494,10 @@ TEST_CASE("cpu kernels: ISA names round-trip and detection picks a supported pat
   TEST_CASE("cpu kernels " label ": empty shapes") {                                          \
     VTRACE_REQUIRE_ISA(isa);                                                                   \
     check_degenerate(isa);                                                                     \
+  }                                                                                            \
+  TEST_CASE("cpu kernels " label ": every micro-kernel equals the scalar model") {             \
+    VTRACE_REQUIRE_ISA(isa);                                                                   \
+    check_micro_kernels(isa);                                                                  \
   }
 
 VTRACE_ISA_TEST_CASES(Isa::kPortable, "portable")

@@ -51,6 +51,11 @@ struct DenseLinearShape {
 // cpu-splitk's block length along k.
 inline constexpr std::size_t kSplitKBlock = 256;
 
+// Launches of at most this many rows (decode-like) are bound by streaming the weights, not by
+// the FMA units: the engine blocks them more narrowly, and the avx512 path runs them with its
+// AVX2 kernels (docs/BENCHMARKS.md, "Instruction paths"). The bits are the same either way.
+inline constexpr std::size_t kSmallRows = 8;
+
 class DenseLinearEngine {
  public:
   // `threads` workers (0 = std::thread::hardware_concurrency(), at least 1); `isa` must be

@@ -36,7 +36,6 @@ using kernels::KernelSet;
 using kernels::kMaxMr;
 
 constexpr std::size_t kTileK = kSplitKBlock;  // k per packed tile (both kernels)
-constexpr std::size_t kSmallRows = 8;         // decode-like launches: narrower output blocks
 constexpr std::size_t kMaxChunkRows = 192;    // rows per task when rows are many
 
 // A grow-only 64-byte-aligned float buffer.
@@ -80,6 +79,15 @@ const KernelSet& kernel_set(Isa isa) {
   return kernels::portable_kernel_set();
 }
 
+// The set for launches of at most kSmallRows rows (dense_linear_cpu.h). Those are bound by
+// streaming and packing the weights, so 512-bit FMAs buy nothing there, and on the Intel Xeon of
+// docs/BENCHMARKS.md ("Instruction paths") the AVX-512 set was 12-17% slower than the AVX2 one
+// on 1x4096x11008 (equal on 8x4096x4096): the avx512 path runs them with its AVX2 set (an
+// AVX-512 CPU has AVX2; the bits are the same on every set).
+const KernelSet& small_rows_kernel_set(Isa isa) {
+  return isa == Isa::kAvx512 ? kernels::avx2_kernel_set() : kernel_set(isa);
+}
+
 std::size_t ceil_div(std::size_t a, std::size_t b) { return (a + b - 1) / b; }
 
 }  // namespace
@@ -90,14 +98,21 @@ struct DenseLinearEngine::Impl {
     Floats acc;     // [slots][chunk rows][panels * nr]
   };
 
-  Impl(unsigned n, Isa i) : threads(n), isa(i), set(kernel_set(i)), pool(n), workers(n) {}
+  Impl(unsigned n, Isa i)
+      : threads(n),
+        isa(i),
+        wide_set(kernel_set(i)),
+        small_rows_set(small_rows_kernel_set(i)),
+        pool(n),
+        workers(n) {}
 
   void launch(const std::uint8_t* input, const std::uint8_t* weight, std::uint8_t* output,
               const DenseLinearShape& shape, bool splitk);
 
   unsigned threads;
   Isa isa;
-  const KernelSet& set;
+  const KernelSet& wide_set;        // launches of more than kSmallRows rows
+  const KernelSet& small_rows_set;  // launches of at most kSmallRows rows
   kernels::ThreadPool pool;
   std::vector<Worker> workers;
   Floats input32;  // [rows][K]
@@ -114,6 +129,7 @@ void DenseLinearEngine::Impl::launch(const std::uint8_t* input, const std::uint8
     std::memset(output, 0, rows * outs * 2);
     return;
   }
+  const KernelSet& set = rows <= kSmallRows ? small_rows_set : wide_set;
   const std::size_t nr = set.nr;
 
   // Blocking: output blocks of `block_panels` panels, row chunks of `chunk` rows; enough tasks
