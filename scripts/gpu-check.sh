@@ -270,6 +270,20 @@ run_step() {
   for dir in /usr/local/cuda/lib64 /usr/local/cuda/lib /usr/local/cuda/targets/x86_64-linux/lib; do
     [ -d "$dir" ] && LD_LIBRARY_PATH+=":$dir"
   done
+  # Still not found (a CUDA installed elsewhere, or only as Python wheels): the first
+  # libcuBLAS of the carried binaries' version anywhere on this file system, said in the summary.
+  local missing found
+  if [ -z "${VTRACE_GPU_CHECK_BIN:-}" ] &&
+    missing=$(ldd "$carry/vtrace" 2>/dev/null | awk '$3 == "not" && $1 ~ /^libcublas/ { print $1; exit }') &&
+    [ -n "$missing" ]; then
+    found=$(timeout 60 find / -xdev -name "$missing" \( -type f -o -type l \) 2>/dev/null | head -1)
+    if [ -n "$found" ]; then
+      LD_LIBRARY_PATH+=":$(dirname "$found")"
+      echo "gpu-check run: $missing found at $found, outside the loader's paths" | tee -a "$out/summary.txt"
+    else
+      echo "gpu-check run: $missing is nowhere on this machine: the carried binaries cannot start" | tee -a "$out/summary.txt"
+    fi
+  fi
   export VTRACE_TEST_DATA_DIR="$PWD/tests/data"
   choose_binaries
   local vtrace=$bin/vtrace
