@@ -240,14 +240,11 @@ pack_results() {
 
 # Ends the run: the verdict in the summary, the results packed, exit 0 or 1.
 finish_run() {
-  if [ ${#failures[@]} -gt 0 ]; then
-    echo "gpu-check run: FAILED: ${failures[*]}" | tee -a "$out/summary.txt"
-    pack_results
-    exit 1
-  fi
-  echo "gpu-check run: every step did what it must" | tee -a "$out/summary.txt"
+  local rc=0 verdict="every step did what it must"
+  [ ${#failures[@]} -eq 0 ] || { rc=1; verdict="FAILED: ${failures[*]}"; }
+  echo "gpu-check run: $verdict" | tee -a "$out/summary.txt"
   pack_results
-  exit 0
+  exit "$rc"
 }
 
 run_step() {
@@ -276,7 +273,8 @@ run_step() {
   if [ -z "${VTRACE_GPU_CHECK_BIN:-}" ] &&
     missing=$(ldd "$carry/vtrace" 2>/dev/null | awk '$3 == "not" && $1 ~ /^libcublas/ { print $1; exit }') &&
     [ -n "$missing" ]; then
-    found=$(timeout 60 find / -xdev -name "$missing" \( -type f -o -type l \) 2>/dev/null | head -1)
+    found=$(timeout 60 find / \( -path /proc -o -path /sys -o -path /dev \) -prune -o \
+      -name "$missing" \( -type f -o -type l \) -print 2>/dev/null | head -1)
     if [ -n "$found" ]; then
       LD_LIBRARY_PATH+=":$(dirname "$found")"
       echo "gpu-check run: $missing found at $found, outside the loader's paths" | tee -a "$out/summary.txt"
