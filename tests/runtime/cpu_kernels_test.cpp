@@ -390,10 +390,7 @@ void check_degenerate(Isa isa) {
 // (mr, np) pairs for a given shape (the avx512 path's own kernels only above kSmallRows rows);
 // this reaches every one.
 void check_micro_kernels(Isa isa) {
-  namespace kn = vr::cpu::kernels;
-  const kn::KernelSet& set = isa == Isa::kAvx512   ? kn::avx512_kernel_set()
-                             : isa == Isa::kAvx2F16c ? kn::avx2_kernel_set()
-                                                     : kn::portable_kernel_set();
+  const vr::cpu::kernels::KernelSet& set = vr::cpu::kernels::kernel_set(isa);
   std::mt19937_64 rng(0x5EED0006);
   std::normal_distribution<float> dist(0.0f, 1.0f);
   std::uniform_int_distribution<int> scale(-12, 6);

@@ -67,30 +67,30 @@ class Floats {
   std::size_t size_ = 0;
 };
 
-const KernelSet& kernel_set(Isa isa) {
-  switch (isa) {
-    case Isa::kPortable:
-      break;
-    case Isa::kAvx2F16c:
-      return kernels::avx2_kernel_set();
-    case Isa::kAvx512:
-      return kernels::avx512_kernel_set();
-  }
-  return kernels::portable_kernel_set();
-}
-
 // The set for launches of at most kSmallRows rows (dense_linear_cpu.h). Those are bound by
 // streaming and packing the weights, so 512-bit FMAs buy nothing there, and on the Intel Xeon of
 // docs/BENCHMARKS.md ("Instruction paths") the AVX-512 set was 12-17% slower than the AVX2 one
 // on 1x4096x11008 (equal on 8x4096x4096): the avx512 path runs them with its AVX2 set (an
 // AVX-512 CPU has AVX2; the bits are the same on every set).
 const KernelSet& small_rows_kernel_set(Isa isa) {
-  return isa == Isa::kAvx512 ? kernels::avx2_kernel_set() : kernel_set(isa);
+  return isa == Isa::kAvx512 ? kernels::avx2_kernel_set() : kernels::kernel_set(isa);
 }
 
 std::size_t ceil_div(std::size_t a, std::size_t b) { return (a + b - 1) / b; }
 
 }  // namespace
+
+const KernelSet& kernels::kernel_set(Isa isa) {
+  switch (isa) {
+    case Isa::kPortable:
+      break;
+    case Isa::kAvx2F16c:
+      return avx2_kernel_set();
+    case Isa::kAvx512:
+      return avx512_kernel_set();
+  }
+  return portable_kernel_set();
+}
 
 struct DenseLinearEngine::Impl {
   struct Worker {
@@ -101,7 +101,7 @@ struct DenseLinearEngine::Impl {
   Impl(unsigned n, Isa i)
       : threads(n),
         isa(i),
-        wide_set(kernel_set(i)),
+        wide_set(kernels::kernel_set(i)),
         small_rows_set(small_rows_kernel_set(i)),
         pool(n),
         workers(n) {}

@@ -23,6 +23,8 @@
 #include <cstdint>
 #include <utility>
 
+#include "cpu/dense_linear_cpu.h"  // Isa
+
 namespace vtrace::runtime::cpu::kernels {
 
 inline constexpr std::size_t kMaxMr = 6;  // rows per micro-kernel call
@@ -62,5 +64,7 @@ void fill_micro(KernelSet& set, std::index_sequence<Row...> /*rows*/ = {}) {
 const KernelSet& portable_kernel_set();  // kernels_portable.cpp
 const KernelSet& avx2_kernel_set();      // kernels_avx2.cpp
 const KernelSet& avx512_kernel_set();    // kernels_avx512.cpp (reuses the AVX2 pack/convert)
+// The set of an instruction path (dense_linear_engine.cpp): one of the three above.
+const KernelSet& kernel_set(Isa isa);
 
 }  // namespace vtrace::runtime::cpu::kernels
