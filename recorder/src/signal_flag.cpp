@@ -37,8 +37,25 @@ std::array<struct sigaction, kFatalSignals.size()> g_crash_previous{};
 std::atomic<bool> g_crash_handling{false};
 volatile std::sig_atomic_t g_in_crash_child = 0;
 
+extern "C" void on_fatal_signal(int signal, siginfo_t* info, void*);
+
+// Whether `signal`'s current action is still `handler` (installed by this file): a handler the
+// product installed after ours is its own and is left in place. Async-signal-safe (sigaction).
+bool still_ours(int signal, void (*handler)(int)) {
+  struct sigaction current {};
+  if (sigaction(signal, nullptr, &current) != 0) return false;
+  return (current.sa_flags & SA_SIGINFO) == 0 && current.sa_handler == handler;
+}
+bool still_ours(int signal, void (*handler)(int, siginfo_t*, void*)) {
+  struct sigaction current {};
+  if (sigaction(signal, nullptr, &current) != 0) return false;
+  return (current.sa_flags & SA_SIGINFO) != 0 && current.sa_sigaction == handler;
+}
+
+// Puts back the handlers found at installation, for the signals whose handler is still ours.
 void restore_fatal_handlers() {
   for (std::size_t i = 0; i < kFatalSignals.size(); ++i) {
+    if (!still_ours(kFatalSignals[i], on_fatal_signal)) continue;
     sigaction(kFatalSignals[i], &g_crash_previous[i], nullptr);
   }
 }
@@ -85,7 +102,8 @@ void acquire_window_signal() {
 void release_window_signal() {
   std::lock_guard lock(g_mu);
   if (g_users == 0 || --g_users > 0) return;
-  sigaction(SIGUSR1, &g_previous, nullptr);
+  // A handler the product installed after ours stays: only ours is replaced by the one we found.
+  if (still_ours(SIGUSR1, on_window_signal)) sigaction(SIGUSR1, &g_previous, nullptr);
 }
 
 std::uint64_t window_signals() { return g_signals.load(std::memory_order_relaxed); }

@@ -3,7 +3,9 @@
 // SIGUSR1 (the window trigger and the signal capture points): the handler only increments a
 // lock-free counter; each flight recorder compares it with the count it last acted on at its
 // next recorded call. Installed while at least one recorder asks for it; the handler found at the
-// first installation is restored when the last one releases it.
+// first installation is restored when the last one releases it, if ours is still the one in
+// place (a handler the product installed meanwhile is its own and stays; the same for the fatal
+// signals below).
 //
 // Fatal signals (the crash window): SIGSEGV, SIGBUS, SIGILL, SIGFPE and SIGABRT. A recorder
 // registers a writer; when one of these signals arrives, the handler forks (_Fork, which is

@@ -4,14 +4,19 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "recorder_test_support.h"
@@ -695,3 +700,68 @@ TEST_CASE("flight: a process that dies of a fatal signal inside a submit leaves 
     std::filesystem::remove_all(dir);
   }
 }
+
+namespace {
+
+// Sets the variables for its lifetime; unsets them after (none of them is set by the test runner).
+class ScopedEnv {
+ public:
+  explicit ScopedEnv(std::vector<std::pair<std::string, std::string>> variables)
+      : variables_(std::move(variables)) {
+    for (const auto& [name, value] : variables_) ::setenv(name.c_str(), value.c_str(), 1);
+  }
+  ~ScopedEnv() {
+    for (const auto& [name, value] : variables_) ::unsetenv(name.c_str());
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  std::vector<std::pair<std::string, std::string>> variables_;
+};
+
+void product_signal_handler(int) {}
+
+void* handler_of(int signal) {
+  struct sigaction current {};
+  REQUIRE(::sigaction(signal, nullptr, &current) == 0);
+  return reinterpret_cast<void*>(current.sa_handler);
+}
+
+}  // namespace
+
+TEST_CASE("flight: closing the recorder keeps signal handlers the product installed after it") {
+  const auto dir = fresh_dir("vtrace_flight_handlers_test");
+  struct sigaction found_segv {};
+  struct sigaction found_usr1 {};
+  REQUIRE(::sigaction(SIGSEGV, nullptr, &found_segv) == 0);
+  REQUIRE(::sigaction(SIGUSR1, nullptr, &found_usr1) == 0);
+  auto options = flight_options(4);
+  options.flight.trigger_on_signal = true;  // window_on_crash is on by default
+  {
+    auto rec = RecordingRuntime::create(make_reference(), "reference", dir / "w.vtrace", options);
+    REQUIRE(rec.has_value());
+    CHECK(handler_of(SIGSEGV) != reinterpret_cast<void*>(found_segv.sa_handler));
+    // The product installs its own handlers after opening the runtime, then drops the runtime.
+    struct sigaction mine {};
+    mine.sa_handler = product_signal_handler;
+    sigemptyset(&mine.sa_mask);
+    REQUIRE(::sigaction(SIGSEGV, &mine, nullptr) == 0);
+    REQUIRE(::sigaction(SIGUSR1, &mine, nullptr) == 0);
+  }
+  const auto product = reinterpret_cast<void*>(&product_signal_handler);
+  CHECK(handler_of(SIGSEGV) == product);
+  CHECK(handler_of(SIGUSR1) == product);
+  // The handlers found at creation come back when the recorder's are still in place.
+  REQUIRE(::sigaction(SIGSEGV, &found_segv, nullptr) == 0);
+  REQUIRE(::sigaction(SIGUSR1, &found_usr1, nullptr) == 0);
+  {
+    auto rec = RecordingRuntime::create(make_reference(), "reference", dir / "x.vtrace", options);
+    REQUIRE(rec.has_value());
+    CHECK(handler_of(SIGUSR1) != reinterpret_cast<void*>(found_usr1.sa_handler));
+  }
+  CHECK(handler_of(SIGSEGV) == reinterpret_cast<void*>(found_segv.sa_handler));
+  CHECK(handler_of(SIGUSR1) == reinterpret_cast<void*>(found_usr1.sa_handler));
+  std::filesystem::remove_all(dir);
+}
+

@@ -75,11 +75,12 @@ struct FlightOptions {
   // Failed calls whose error kind is in the set trigger a window (empty: none do).
   std::set<runtime::ErrorKind> trigger_on_errors;
   // Install a SIGUSR1 handler for the recorder's lifetime (the previous one is restored at
-  // close()). The handler only sets a flag.
+  // close(), unless the product installed its own meanwhile: that one stays). The handler only
+  // sets a flag.
   bool trigger_on_signal = false;
   // Crash safety at no cost while the product runs: handlers for SIGSEGV, SIGBUS, SIGILL, SIGFPE
   // and SIGABRT, installed for the recorder's lifetime (the previous ones are restored at
-  // close()). On such a signal the handler forks; the child (a one-thread copy of the dying
+  // close(), except where the product installed its own meanwhile: those stay). On such a signal the handler forks; the child (a one-thread copy of the dying
   // process) writes the window as it is, without taking the recorder's locks, and exits; the
   // parent waits for it, restores the previous handlers and lets the signal take its course. A
   // crash inside a submit leaves a window ending with that submit's SubmitBegin (recorded before
