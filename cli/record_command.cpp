@@ -7,6 +7,8 @@
 #include <expected>
 #include <filesystem>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "cli_support.h"
 #include "commands.h"
@@ -86,6 +88,29 @@ void print_windows(const recorder::FlightStats& stats, const std::string& output
                  ? fmt::format(", {} trigger(s) not written: {}", stats.windows_not_written,
                                stats.last_error)
                  : "");
+}
+
+// What a flight recording left, for the sentence of an interrupted run (a window's events are
+// not "the events recorded so far", and nothing is marked interrupted): "the flight recorder
+// wrote 2 windows: w.vtrace (85 events, signal), w.2.vtrace (85 events, signal)", or "... wrote
+// no window (no trigger fired), so no trace was written", then the triggers that wrote nothing.
+std::string flight_outcome(const recorder::FlightStats& stats) {
+  std::string out;
+  if (stats.windows.empty()) {
+    out = "the flight recorder wrote no window (no trigger fired), so no trace was written";
+  } else {
+    std::vector<std::string> windows;
+    for (const auto& w : stats.windows) {
+      windows.push_back(fmt::format("{} ({} events, {})", w.path.string(), w.events, w.trigger));
+    }
+    out = fmt::format("the flight recorder wrote {} window{}: {}", windows.size(),
+                      windows.size() == 1 ? "" : "s", fmt::join(windows, ", "));
+  }
+  if (stats.windows_not_written > 0) {
+    out += fmt::format("; {} trigger(s) not written: {}", stats.windows_not_written,
+                       stats.last_error);
+  }
+  return out;
 }
 
 // The workload options given on the command line that `kind` does not read (workload_takes):
@@ -200,10 +225,11 @@ int run_record(const RecordOptions& o, const CLI::App& cmd, const GlobalOptions&
     (void)(*recording)
         ->dump_window(recorder::FlightTriggerKind::kWorkloadFailed, report.error().message);
   }
-  const auto flight_stats = (*recording)->flight_stats();
   recorder::CloseReason reason;
   if (stopped) reason.interrupted_by = signal_name(signal);
   auto closed = (*recording)->close(reason);
+  // After close(): every window the recording wrote is counted.
+  const auto flight_stats = (*recording)->flight_stats();
   if (!closed) {
     print_error(about_file(o.output, fmt::format("writing the trace failed: {}{}",
                                                  closed.error().message, partial_note(o.output))));
@@ -217,6 +243,14 @@ int run_record(const RecordOptions& o, const CLI::App& cmd, const GlobalOptions&
                              flight_stats ? flight_stats->windows_written : 0, o.output)
                : fmt::format("the trace {} holds the calls up to the failure", o.output)));
     return kExitMismatch;
+  }
+  if (signal != 0 && flight && flight_stats) {
+    // No trace at -o holds "the events recorded so far": say what the windows are.
+    print_error(fmt::format("interrupted by {}{}; {}", signal_name(signal),
+                            stopped ? ": the workload stopped at a call boundary"
+                                    : " after the workload's last call",
+                            flight_outcome(*flight_stats)));
+    return interrupted_exit_code(signal);
   }
   if (signal != 0) {
     print_error(interrupted_sentence(signal, o.output, closed->events, stopped));

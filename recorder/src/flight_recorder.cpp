@@ -542,6 +542,7 @@ FlightStats FlightRecorder::stats() const {
   s.checkpoint_bytes_read = checkpoint_bytes_read_;
   s.windows_written = windows_written_;
   s.windows_not_written = windows_not_written_;
+  s.windows = written_;
   return s;
 }
 
@@ -711,6 +712,7 @@ schema::TraceResult<std::filesystem::path> FlightRecorder::write_window(
     return refuse(closed.error());
   }
   ++windows_written_;
+  written_.push_back({path, out.size(), w.trigger});
   return path;
 }
 

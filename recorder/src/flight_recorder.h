@@ -251,6 +251,7 @@ class FlightRecorder {
   std::uint64_t checkpoint_bytes_read_ = 0;
   std::uint32_t windows_written_ = 0;
   std::uint32_t windows_not_written_ = 0;
+  std::vector<WrittenWindow> written_;
 };
 
 }  // namespace vtrace::recorder::detail

@@ -4,14 +4,20 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <chrono>
+#include <csignal>
+#include <cstdint>
 #include <filesystem>
+#include <fstream>
 #include <string>
+#include <thread>
 
 #include "run_vtrace.h"
 #include "vtrace/schema/events.h"
 #include "vtrace/schema/trace_reader.h"
 
 using vtrace::test::run_vtrace;
+using vtrace::test::Spawned;
 
 namespace {
 
@@ -32,7 +38,84 @@ std::uint64_t submits_of(const std::filesystem::path& path) {
   return summary->submits();
 }
 
+// Whether process `pid` has a handler for `signal` (SigCgt of /proc/PID/status).
+bool catches(pid_t pid, int signal) {
+  std::ifstream in(fmt::format("/proc/{}/status", pid));
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("SigCgt:", 0) != 0) continue;
+    const std::uint64_t mask = std::stoull(line.substr(7), nullptr, 16);
+    return ((mask >> (signal - 1)) & 1u) != 0;
+  }
+  return false;
+}
+
+// Waits until `vtrace record` runs its workload: its SIGINT handler (interrupt.h) is installed
+// right before the workload's first call. A guard of ten minutes only stops a hung test.
+void wait_until_recording(Spawned& vtrace) {
+  const auto guard = std::chrono::steady_clock::now() + std::chrono::minutes(10);
+  while (!catches(vtrace.pid(), SIGINT)) {
+    REQUIRE(vtrace.running());
+    REQUIRE(std::chrono::steady_clock::now() < guard);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+// `vtrace record --mode flight` of a long decode run, stopped by SIGINT (after `usr1` SIGUSR1s,
+// each waited for until its window is on disk): the exit code and the output.
+struct Stopped {
+  int code = -1;
+  std::string log;
+};
+Stopped record_flight_until_sigint(const std::filesystem::path& dir, int usr1) {
+  Spawned vtrace({"record", "-w", "decode", "--hidden", "64", "--ffn", "128", "--layers", "2",
+                  "--steps", "200000", "--mode", "flight", "-o", (dir / "w.vtrace").string()},
+                 dir / "log.txt");
+  wait_until_recording(vtrace);
+  for (int i = 1; i <= usr1; ++i) {
+    vtrace.signal(SIGUSR1);
+    const auto window = i == 1 ? dir / "w.vtrace" : dir / fmt::format("w.{}.vtrace", i);
+    REQUIRE(vtrace::test::wait_for_size(window, 1, vtrace));
+  }
+  vtrace.signal(SIGINT);
+  const int status = vtrace.wait();
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, vtrace.log()};
+}
+
 }  // namespace
+
+TEST_CASE("vtrace record --mode flight stopped by SIGINT before any window says none was written",
+          "[cli][interrupt]") {
+  const auto dir = fresh_dir("vtrace_cli_flight_sigint_none_test");
+  const auto run = record_flight_until_sigint(dir, 0);
+  INFO(run.log);
+  CHECK(run.code == 130);
+  CHECK(run.log.find("vtrace: interrupted by SIGINT: the workload stopped at a call boundary; the "
+                     "flight recorder wrote no window (no trigger fired), so no trace was "
+                     "written\n") != std::string::npos);
+  CHECK(run.log.find("complete trace") == std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(dir / "w.vtrace"));
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("vtrace record --mode flight stopped by SIGINT names the windows it wrote", "[cli][interrupt]") {
+  const auto dir = fresh_dir("vtrace_cli_flight_sigint_windows_test");
+  const auto run = record_flight_until_sigint(dir, 2);
+  INFO(run.log);
+  CHECK(run.code == 130);
+  const auto events = [](const std::filesystem::path& path) {
+    auto reader = vtrace::schema::TraceReader::open(path);
+    REQUIRE(reader.has_value());
+    return (*reader)->event_count();
+  };
+  CHECK(run.log.find(fmt::format(
+            "vtrace: interrupted by SIGINT: the workload stopped at a call boundary; the flight "
+            "recorder wrote 2 windows: {} ({} events, signal), {} ({} events, signal)\n",
+            (dir / "w.vtrace").string(), events(dir / "w.vtrace"), (dir / "w.2.vtrace").string(),
+            events(dir / "w.2.vtrace"))) != std::string::npos);
+  CHECK(run.log.find("marked interrupted") == std::string::npos);
+  std::filesystem::remove_all(dir);
+}
 
 TEST_CASE("vtrace record --mode flight with --nan-at-step writes one window ending at that step",
           "[cli]") {

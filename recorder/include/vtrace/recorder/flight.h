@@ -19,10 +19,12 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <optional>
 #include <set>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "vtrace/runtime/error.h"
 
@@ -110,6 +112,13 @@ struct FlightOptions {
   std::optional<CapturePoint> stop;
 };
 
+// One window file written (FlightStats::windows).
+struct WrittenWindow {
+  std::filesystem::path path;  // where it went (open.h, docs/FLIGHT.md "Triggers and files")
+  std::uint64_t events = 0;    // the events it holds, its prologue included
+  std::string trigger;         // flight_trigger_name() of what wrote it
+};
+
 // What the flight recorder holds and wrote (RecordingRuntime::flight_stats()).
 struct FlightStats {
   std::uint64_t held_bytes = 0;             // events and distinct payloads held now
@@ -120,6 +129,7 @@ struct FlightStats {
   std::uint32_t windows_written = 0;
   std::uint32_t windows_not_written = 0;  // triggers past max_windows, or a failed write
   std::string last_error;  // why the last window (or checkpoint) was not written; empty if none
+  std::vector<WrittenWindow> windows;  // the windows written, in order
 };
 
 }  // namespace vtrace::recorder
