@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "capture_names.h"
 #include "vtrace/schema/byte_io.h"
 #include "vtrace/schema/events.h"
 #include "vtrace/schema/trace_summary.h"
@@ -466,11 +467,11 @@ rt::Result<void> FlightRecorder::checkpoint(rt::DeviceRuntime& inner, rt::Stream
 
 void FlightRecorder::start_journal(const Checkpoint& start, const Ordinals& next) {
   Journal journal;
+  // This recorder's pair of journal names, taken once (capture_names.h): a journal never
+  // overwrites another recorder's.
+  if (!journal_names_) journal_names_ = take_journal_names(base_path_);
   ++journal_files_;
-  journal.path = base_path_;
-  journal.path.replace_filename(fmt::format("{}.journal-{}{}", base_path_.stem().string(),
-                                            2 - journal_files_ % 2,
-                                            base_path_.extension().string()));
+  journal.path = journal_files_ % 2 == 1 ? journal_names_->first : journal_names_->second;
   std::optional<std::uint64_t> baseline;
   const auto events = prologue(start, next, baseline);
   journal.first_seq = start.first_seq;
@@ -523,14 +524,6 @@ bool FlightRecorder::may_write_window() {
   if (windows_written_ < options_.max_windows) return true;
   ++windows_not_written_;
   return false;
-}
-
-std::filesystem::path FlightRecorder::window_path(std::uint32_t number) const {
-  if (number == 1) return base_path_;
-  auto numbered = base_path_;
-  numbered.replace_filename(
-      fmt::format("{}.{}{}", base_path_.stem().string(), number, base_path_.extension().string()));
-  return numbered;
 }
 
 FlightStats FlightRecorder::stats() const {
@@ -696,7 +689,9 @@ schema::TraceResult<std::filesystem::path> FlightRecorder::write_window(
   header.producer_version = VTRACE_VERSION;
   header.metadata = window_metadata(metadata_source_, w);
 
-  const auto path = window_path(number);
+  // The next free name of the base path's family, process-wide (capture_names.h): another
+  // recorder's windows or captures never take the same file.
+  const auto path = take_capture_name(base_path_);
   auto sink = schema::open_file_sink(path);
   if (!sink) return refuse(sink.error());
   auto writer = schema::TraceWriter::create(std::move(*sink), std::move(header), writer_options_);

@@ -20,6 +20,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "vtrace/recorder/flight.h"
@@ -206,7 +207,6 @@ class FlightRecorder {
   void mark_written(const LiveCommand& command);
   void evict();
   std::uint64_t held_bytes() const { return event_bytes_ + blob_bytes_; }
-  std::filesystem::path window_path(std::uint32_t number) const;
 
   FlightOptions options_;
   std::filesystem::path base_path_;
@@ -239,6 +239,8 @@ class FlightRecorder {
   };
   std::deque<Journal> journals_;
   std::uint32_t journal_files_ = 0;
+  // The two names this recorder's journals alternate between (taken at the first journal).
+  std::optional<std::pair<std::filesystem::path, std::filesystem::path>> journal_names_;
 
   std::deque<Segment> ring_;
   std::uint64_t submits_ = 0;

@@ -2,13 +2,13 @@
 
 #include <fmt/format.h>
 
-#include <atomic>
 #include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
 
+#include "capture_names.h"
 #include "flight_recorder.h"
 #include "vtrace/recorder/recording_runtime.h"
 #include "vtrace/schema/byte_io.h"
@@ -19,8 +19,6 @@ namespace vtrace::recorder {
 namespace {
 
 namespace rt = vtrace::runtime;
-
-std::atomic<std::uint64_t> g_captures{0};
 
 rt::RuntimeError env_error(std::string_view variable, std::string_view value, std::string_view why) {
   return rt::RuntimeError(rt::ErrorKind::kInternal,
@@ -42,16 +40,6 @@ rt::Result<T> env_number(const char* variable, T fallback, T min, T max) {
         env_error(variable, value, fmt::format("expected a value in [{}, {}]", min, max)));
   }
   return parsed;
-}
-
-// The first capture of the process uses `path`; later ones get a numbered sibling.
-std::filesystem::path capture_path(const std::filesystem::path& path) {
-  const std::uint64_t n = g_captures.fetch_add(1) + 1;
-  if (n == 1) return path;
-  auto numbered = path;
-  numbered.replace_filename(
-      fmt::format("{}.{}{}", path.stem().string(), n, path.extension().string()));
-  return numbered;
 }
 
 // VTRACE_CAPTURE_START / STOP: "submit:N", "event:N", "signal:N" (N >= 1) or "signal" (=
@@ -196,25 +184,14 @@ rt::Result<std::unique_ptr<rt::DeviceRuntime>> open_runtime(std::string_view nam
   }
   if (auto flight = flight_from_env(recorder); !flight) return without_capture(flight.error());
 
-  // The trace file first, then the recorder through wrap(), which leaves the runtime in place
-  // when it fails: the product runs on the one runtime the registry opened (a device is never
-  // opened twice).
-  const auto path = capture_path(capture);
-  if (recorder.mode == CaptureMode::kFlight) {
-    // Nothing is created until a trigger fires: the windows go to `path` and its siblings.
-    auto recording = RecordingRuntime::wrap(*runtime, std::string(name), path, std::move(recorder));
-    if (recording) return std::unique_ptr<rt::DeviceRuntime>(std::move(*recording));
-    return without_capture(recording.error());
-  }
-  auto sink = schema::open_file_sink(path);
-  if (!sink) {
-    return without_capture(rt::RuntimeError(
-        rt::ErrorKind::kInternal,
-        fmt::format("cannot record a trace: {}: {}", schema::trace_error_kind_name(sink.error().kind),
-                    sink.error().message)));
-  }
-  auto recording = RecordingRuntime::wrap(*runtime, std::string(name), std::move(*sink),
-                                          std::move(recorder));
+  // The recorder through wrap(), which leaves the runtime in place when it fails: the product
+  // runs on the one runtime the registry opened (a device is never opened twice). Full mode
+  // takes the next free name of the path's family now; flight mode takes one per window, when
+  // it is written (capture_names.h): no two recordings or windows of the process share a file.
+  const std::filesystem::path path = recorder.mode == CaptureMode::kFlight
+                                         ? std::filesystem::path(capture)
+                                         : detail::take_capture_name(capture);
+  auto recording = RecordingRuntime::wrap(*runtime, std::string(name), path, std::move(recorder));
   if (recording) return std::unique_ptr<rt::DeviceRuntime>(std::move(*recording));
   return without_capture(recording.error());
 }

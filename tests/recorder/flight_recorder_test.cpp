@@ -765,3 +765,67 @@ TEST_CASE("flight: closing the recorder keeps signal handlers the product instal
   std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("flight: two runtimes opened with VTRACE_CAPTURE never write the same window file") {
+  const auto dir = fresh_dir("vtrace_flight_two_runtimes_test");
+  ScopedEnv env({{"VTRACE_CAPTURE", (dir / "w.vtrace").string()}, {"VTRACE_CAPTURE_MODE", "flight"}});
+  auto a = vtrace::recorder::open_runtime("reference");
+  auto b = vtrace::recorder::open_runtime("reference", {"device.vtrace.1"});
+  REQUIRE(a.has_value());
+  REQUIRE(b.has_value());
+  auto* ra = dynamic_cast<RecordingRuntime*>(a->get());
+  auto* rb = dynamic_cast<RecordingRuntime*>(b->get());
+  REQUIRE(ra != nullptr);
+  REQUIRE(rb != nullptr);
+  REQUIRE(wl::run_workload(small_decode(4), *ra, nullptr).has_value());
+  REQUIRE(wl::run_workload(small_decode(6), *rb, nullptr).has_value());
+  // Windows A, B, A: three files, none overwritten.
+  const auto a1 = ra->dump_window();
+  const auto b1 = rb->dump_window();
+  const auto a2 = ra->dump_window();
+  REQUIRE(a1.has_value());
+  REQUIRE(b1.has_value());
+  REQUIRE(a2.has_value());
+  CHECK(*a1 == dir / "w.vtrace");
+  CHECK(*b1 == dir / "w.2.vtrace");
+  CHECK(*a2 == dir / "w.3.vtrace");
+  CHECK(window_of(*a1).number == 1);
+  CHECK(window_of(*b1).number == 1);
+  CHECK(window_of(*a2).number == 2);
+  CHECK(window_of(*b1).submits != window_of(*a2).submits);  // B's run, not A's
+  // What FlightStats reports: the paths and sizes of the windows.
+  const auto stats = ra->flight_stats();
+  REQUIRE(stats.has_value());
+  REQUIRE(stats->windows.size() == 2);
+  CHECK(stats->windows[1].path == *a2);
+  CHECK(stats->windows[1].trigger == "api");
+  auto reader = vtrace::schema::TraceReader::open(*a2);
+  REQUIRE(reader.has_value());
+  CHECK(stats->windows[1].events == (*reader)->event_count());
+  a->reset();
+  b->reset();
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("flight: two recorders journaling beside one path keep separate journals") {
+  const auto dir = fresh_dir("vtrace_flight_two_journals_test");
+  auto options = flight_options(2);
+  options.flight.journal = true;
+  auto a = RecordingRuntime::create(make_reference(), "reference", dir / "w.vtrace", options);
+  auto b = RecordingRuntime::create(make_reference("device.recorder.test.1"), "reference",
+                                    dir / "w.vtrace", options);
+  REQUIRE(a.has_value());
+  REQUIRE(b.has_value());
+  REQUIRE(wl::run_workload(small_decode(3), **a, nullptr).has_value());
+  REQUIRE(wl::run_workload(small_decode(3), **b, nullptr).has_value());
+  std::vector<std::string> journals;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    journals.push_back(entry.path().filename().string());
+  }
+  std::sort(journals.begin(), journals.end());
+  // Each has rotated once (2 x window_batches batches): two journals each, four files.
+  CHECK(journals ==
+        std::vector<std::string>{"w.journal-1.vtrace.partial", "w.journal-2.vtrace.partial",
+                                 "w.journal-3.vtrace.partial", "w.journal-4.vtrace.partial"});
+  std::filesystem::remove_all(dir);
+}
+

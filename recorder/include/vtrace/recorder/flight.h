@@ -14,8 +14,12 @@
 //   - the process dying of SIGSEGV, SIGBUS, SIGILL, SIGFPE or SIGABRT (window_on_crash: a forked
 //     copy of the dying process writes the window, which ends with the SubmitBegin of a submit
 //     the crash interrupted).
-// Windows go to the trace path for the first, "<stem>.<N><ext>" (N = 2, 3, ...) for the next
-// ones, at most max_windows files; each names its trigger in its metadata (CaptureWindowRecord).
+// Windows go to the next free name of the trace path's family: the path itself, then
+// "<stem>.<N><ext>" (N = 2, 3, ...), at most max_windows files; each names its trigger in its
+// metadata (CaptureWindowRecord). The names come from one process-wide allocator shared by every
+// recorder and every capture of open_runtime (open.h), so a window never overwrites another
+// recording's file: a recorder alone on its path writes path, stem.2, stem.3; a second recorder
+// on the same path (or a later one in the same process) takes the names the first left free.
 #pragma once
 
 #include <cstdint>
@@ -95,7 +99,8 @@ struct FlightOptions {
   // Crash safety that does not depend on the dying process: keep the window on disk as it is
   // recorded, in "<stem>.journal-1<ext>" and
   // "<stem>.journal-2<ext>" (written as .partial files, so a crash leaves them recoverable like a
-  // cut trace). A journal starts at a checkpoint with the same prologue as a window and streams
+  // cut trace; a second recorder journaling beside the same path in the process takes
+  // journal-3 and journal-4, and so on). A journal starts at a checkpoint with the same prologue as a window and streams
   // every event after it; each SubmitBegin is flushed before the wrapped submit runs (as
   // flush_before_submit in full mode). A new journal starts when the current one holds
   // 2 * window_batches batches; the older one is deleted once the newer holds window_batches,

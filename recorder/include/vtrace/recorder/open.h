@@ -6,16 +6,21 @@
 //
 // Environment:
 //   VTRACE_CAPTURE=path         record to `path` (written as "<path>.partial", renamed when the
-//                               recording is closed). Each further runtime opened by the same
-//                               process while it is set records to "<stem>.<N><ext>" (N = 2, 3...)
-//                               so recordings never overwrite each other.
+//                               recording is closed). File names: `path` and "<stem>.<N><ext>"
+//                               (N = 2, 3...) form one family, and one process-wide allocator
+//                               hands each member out once, in that order, to whichever recording
+//                               asks next: a full capture takes its name when the runtime is
+//                               opened, a flight window when it is written. So recordings and
+//                               windows of one process never overwrite each other: two flight
+//                               runtimes writing windows A, B, A get w.vtrace, w.2.vtrace,
+//                               w.3.vtrace (docs/FLIGHT.md "Triggers and files").
 //   VTRACE_CAPTURE_LEVEL=N      zstd level of the trace's data frames (default 1, 1..19).
 //   VTRACE_CAPTURE_FLUSH_MS=N   timer flush every N ms (default 0 = off): bounds what a crash can
 //                               lose at the cost of byte-identical files.
 //   VTRACE_CAPTURE_WORKLOAD=txt free text stored in the trace metadata (`vtrace info`).
 //   VTRACE_CAPTURE_MODE=flight  the flight recorder (docs/FLIGHT.md): nothing is written until a
-//                               trigger fires; then the window goes to `path` (later ones to
-//                               "<stem>.<N><ext>"). `full` (the default) records everything.
+//                               trigger fires; then the window goes to the next free name of
+//                               `path`'s family. `full` (the default) records everything.
 //   With VTRACE_CAPTURE_MODE=flight:
 //   VTRACE_CAPTURE_WINDOW_BATCHES=N  the last N batches (default 16)
 //   VTRACE_CAPTURE_WINDOW_MIB=M      at most M MiB of events and payloads held (default 256)
@@ -41,8 +46,8 @@
 // A recording opened this way is finalised by the recorder's destructor (when the product drops
 // the runtime); a product that wants the close status can dynamic_cast to RecordingRuntime.
 //
-// Thread rules: safe to call from several threads (the registry is immutable, the file counter
-//   atomic). Reads the environment at every call.
+// Thread rules: safe to call from several threads (the registry is immutable, the file name
+//   allocator locked). Reads the environment at every call.
 // Errors: the registry's errors unchanged. Capture itself never fails the call: when a variable
 //   does not parse or the trace file cannot be created, the runtime is returned unwrapped and one
 //   sentence on stderr names the variable or the file and says that nothing is recorded.

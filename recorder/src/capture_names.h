@@ -1,0 +1,29 @@
+// Private to vtrace_recorder: the one process-wide allocator of the file names that captures
+// opened through open_runtime and flight windows and journals take, so no two recordings or
+// windows of one process ever write the same path (open.h, docs/FLIGHT.md "Triggers and files").
+//
+// A family is a base path (`w.vtrace`): its members are the base itself, then "<stem>.<N><ext>"
+// (`w.2.vtrace`, `w.3.vtrace`, ...), handed out in that order to whichever recording of the
+// process asks next (a full capture at open, a flight window when it is written). Journals take
+// "<stem>.journal-<2k-1><ext>" and "<stem>.journal-<2k><ext>" (k = 1, 2, ...) as a pair. Paths
+// are compared after std::filesystem::absolute and lexically_normal, so `w.vtrace` and
+// `./w.vtrace` are one family. A name once taken stays taken for the life of the process.
+//
+// Thread rules: safe from any thread (one mutex). The crash window calls it in the forked child
+//   of a dying process, where the mutex may be held by a thread that no longer exists: that
+//   child is already best effort and killed by an alarm (signal_flag.h).
+// Errors: none (allocation cannot fail short of std::bad_alloc).
+#pragma once
+
+#include <filesystem>
+#include <utility>
+
+namespace vtrace::recorder::detail {
+
+// The first member of `base`'s family no recording of this process has taken; takes it.
+std::filesystem::path take_capture_name(const std::filesystem::path& base);
+// The first free journal pair of `base`; takes both names.
+std::pair<std::filesystem::path, std::filesystem::path> take_journal_names(
+    const std::filesystem::path& base);
+
+}  // namespace vtrace::recorder::detail
