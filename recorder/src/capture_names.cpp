@@ -1,8 +1,12 @@
 #include "capture_names.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstdint>
+#include <cstring>
 #include <mutex>
 #include <set>
 #include <string>
@@ -52,6 +56,40 @@ std::pair<std::filesystem::path, std::filesystem::path> take_journal_names(
     g_taken.insert(b);
     return {std::move(first), std::move(second)};
   }
+}
+
+schema::TraceResult<void> check_capture_path(const std::filesystem::path& path) {
+  const auto refuse = [](std::string why) -> schema::TraceResult<void> {
+    return std::unexpected(schema::TraceError{schema::TraceErrorKind::kIo, std::move(why)});
+  };
+  std::error_code ec;
+  const auto status = std::filesystem::symlink_status(path, ec);
+  if (!ec && std::filesystem::exists(status) && !std::filesystem::is_regular_file(status)) {
+    return refuse(fmt::format(
+        "{} exists and is not a regular file; a trace is only written to a regular file",
+        path.string()));
+  }
+  std::filesystem::path partial = path;
+  partial += ".partial";
+  const int fd = ::open(partial.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd >= 0) {
+    ::close(fd);
+    ::unlink(partial.c_str());
+    return {};
+  }
+  const int err = errno;
+  if (err != EEXIST) {
+    return refuse(fmt::format("cannot create {}: {}", partial.string(), std::strerror(err)));
+  }
+  // A leftover .partial (a run that died): kept, as recording to it would truncate it later.
+  const auto leftover = std::filesystem::symlink_status(partial, ec);
+  if (ec || !std::filesystem::is_regular_file(leftover)) {
+    return refuse(fmt::format("{} exists and is not a regular file", partial.string()));
+  }
+  if (::access(partial.c_str(), W_OK) != 0) {
+    return refuse(fmt::format("cannot write {}: {}", partial.string(), std::strerror(errno)));
+  }
+  return {};
 }
 
 }  // namespace vtrace::recorder::detail

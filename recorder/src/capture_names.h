@@ -12,11 +12,13 @@
 // Thread rules: safe from any thread (one mutex). The crash window calls it in the forked child
 //   of a dying process, where the mutex may be held by a thread that no longer exists: that
 //   child is already best effort and killed by an alarm (signal_flag.h).
-// Errors: none (allocation cannot fail short of std::bad_alloc).
+// Errors: the allocators cannot fail (short of std::bad_alloc); check_capture_path below.
 #pragma once
 
 #include <filesystem>
 #include <utility>
+
+#include "vtrace/schema/trace_error.h"
 
 namespace vtrace::recorder::detail {
 
@@ -25,5 +27,13 @@ std::filesystem::path take_capture_name(const std::filesystem::path& base);
 // The first free journal pair of `base`; takes both names.
 std::pair<std::filesystem::path, std::filesystem::path> take_journal_names(
     const std::filesystem::path& base);
+
+// Whether a trace could be written to `path` now, checked without writing anything that stays:
+// `path` is not an existing directory, device or other non-regular file (as open_file_sink
+// refuses), and "<path>.partial" can be created in its folder (created with O_EXCL and removed at
+// once; a leftover .partial is left alone and only checked to be a writable regular file). For
+// the paths that write nothing until later (flight windows, a mid-run capture), so a path that
+// cannot work is refused when recording starts. Errors: kIo, one sentence naming the file.
+schema::TraceResult<void> check_capture_path(const std::filesystem::path& path);
 
 }  // namespace vtrace::recorder::detail

@@ -171,7 +171,7 @@ void FlightRecorder::on_event(std::uint64_t seq, fb::EventBody type,
     if (auto put =
             put_event(*journal.writer, renumbered(*held, journal.first_seq, journal.prologue));
         !put) {
-      journal.writer.reset();  // a journal that cannot be written is given up, not the run
+      journal_failed(journal, put.error());  // the journal is given up, not the run
       continue;
     }
     if (type == fb::EventBody::SubmitBegin) ++journal.submits;
@@ -489,14 +489,16 @@ void FlightRecorder::start_journal(const Checkpoint& start, const Ordinals& next
   header.producer_version = VTRACE_VERSION;
   header.metadata = window_metadata(metadata_source_, w);
   auto sink = schema::open_file_sink(journal.path);
-  if (!sink) return;
+  if (!sink) return journal_failed(journal, sink.error());
   auto writer = schema::TraceWriter::create(std::move(*sink), std::move(header), writer_options_);
-  if (!writer) return;
+  if (!writer) return journal_failed(journal, writer.error());
   journal.writer = std::move(*writer);
   for (const auto& o : events) {
-    if (!put_event(*journal.writer, o)) return;
+    if (auto put = put_event(*journal.writer, o); !put) return journal_failed(journal, put.error());
   }
-  (void)journal.writer->flush();
+  if (auto flushed = journal.writer->flush(); !flushed) {
+    return journal_failed(journal, flushed.error());
+  }
   journals_.push_back(std::move(journal));
 }
 
@@ -516,8 +518,21 @@ void FlightRecorder::end_journals() {
 
 void FlightRecorder::flush() {
   for (auto& journal : journals_) {
-    if (journal.writer && !journal.writer->flush()) journal.writer.reset();
+    if (!journal.writer) continue;
+    if (auto flushed = journal.writer->flush(); !flushed) journal_failed(journal, flushed.error());
   }
+}
+
+void FlightRecorder::journal_failed(Journal& journal, const schema::TraceError& error) {
+  journal.writer.reset();
+  if (!journal_error_) {
+    journal_error_ = fmt::format("the journal {} cannot be written: {}", journal.path.string(),
+                                 error.message);
+  }
+}
+
+std::optional<std::string> FlightRecorder::take_journal_error() {
+  return std::exchange(journal_error_, std::nullopt);
 }
 
 bool FlightRecorder::may_write_window() {

@@ -160,6 +160,9 @@ class FlightRecorder {
   // end of a clean recording.
   void flush();
   void end_journals();
+  // Why a journal was given up since the last call (a journal that cannot be written is closed
+  // and the run goes on); nullopt when none was. Clears it.
+  std::optional<std::string> take_journal_error();
 
   // Writes the window as a trace: the path it went to, or the error.
   schema::TraceResult<std::filesystem::path> write_window(const WindowTrigger& trigger,
@@ -237,7 +240,10 @@ class FlightRecorder {
     std::uint64_t prologue = 0;
     std::uint64_t submits = 0;
   };
+  // Gives `journal` up (its writer closed) and notes why, for take_journal_error().
+  void journal_failed(Journal& journal, const schema::TraceError& error);
   std::deque<Journal> journals_;
+  std::optional<std::string> journal_error_;
   std::uint32_t journal_files_ = 0;
   // The two names this recorder's journals alternate between (taken at the first journal).
   std::optional<std::pair<std::filesystem::path, std::filesystem::path>> journal_names_;

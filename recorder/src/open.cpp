@@ -184,10 +184,15 @@ rt::Result<std::unique_ptr<rt::DeviceRuntime>> open_runtime(std::string_view nam
   }
   if (auto flight = flight_from_env(recorder); !flight) return without_capture(flight.error());
 
-  // The recorder through wrap(), which leaves the runtime in place when it fails: the product
-  // runs on the one runtime the registry opened (a device is never opened twice). Full mode
-  // takes the next free name of the path's family now; flight mode takes one per window, when
-  // it is written (capture_names.h): no two recordings or windows of the process share a file.
+  // Failures after this point (a trace that cannot be finished, a window or journal not
+  // written) are said on stderr too: the product has no other way to learn of them.
+  recorder.failure_notice = fmt::format("VTRACE_CAPTURE={}", capture);
+  // The recorder through wrap(), which checks the path (full mode: creates "<path>.partial";
+  // flight mode and a mid-run capture: checks that it could) and leaves the runtime in place
+  // when it fails: the product runs on the one runtime the registry opened (a device is never
+  // opened twice). Full mode takes the next free name of the path's family now; flight mode
+  // takes one per window, when it is written (capture_names.h): no two recordings or windows of
+  // the process share a file.
   const std::filesystem::path path = recorder.mode == CaptureMode::kFlight
                                          ? std::filesystem::path(capture)
                                          : detail::take_capture_name(capture);

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <filesystem>
 #include <string_view>
 #include <utility>
 
@@ -172,6 +174,21 @@ RecorderCloseResult RecordingRuntime::State::close_locked(const CloseReason& rea
   return *close_result;
 }
 
+void RecordingRuntime::State::notice(std::string_view sentence) const {
+  if (options.failure_notice.empty()) return;
+  std::fputs(fmt::format("vtrace: {}: {}\n", options.failure_notice, sentence).c_str(), stderr);
+}
+
+void RecordingRuntime::State::notice_journal_failure() {
+  if (!flight) return;
+  const auto failed = flight->take_journal_error();
+  if (!failed || journal_failure_noticed) return;
+  journal_failure_noticed = true;
+  notice(fmt::format("{}; the product goes on, without that crash safety until a later journal "
+                     "starts (later journal failures are not reported)",
+                     *failed));
+}
+
 std::vector<std::uint8_t> RecordingRuntime::State::build_summary_locked(const CloseReason& reason) {
   std::optional<fb::Counters> final_counters;
   if (const auto c = product_counters()) final_counters = to_fb(*c);
@@ -305,6 +322,8 @@ void RecordingRuntime::State::at_call_end() {
     at = pending_trigger_seq;
   }
   if (fired) (void)write_window(fired->first, std::move(fired->second), at);
+  std::lock_guard lock(mu);
+  notice_journal_failure();
 }
 
 schema::TraceResult<std::filesystem::path> RecordingRuntime::State::write_window(
@@ -330,7 +349,15 @@ schema::TraceResult<std::filesystem::path> RecordingRuntime::State::write_window
   auto written =
       flight->write_window({kind, std::move(detail)}, trigger_seq.value_or(seq == 0 ? 0 : seq - 1),
                            unused_ordinals_locked());
-  if (!written) last_window_error = written.error().message;
+  if (!written) {
+    last_window_error = written.error().message;
+    if (!window_failure_noticed) {
+      window_failure_noticed = true;
+      notice(fmt::format("the flight window of trigger `{}` could not be written: {}; the "
+                         "product goes on (later window failures are not reported)",
+                         flight_trigger_name(kind), last_window_error));
+    }
+  }
   return written;
 }
 

@@ -12,6 +12,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <unordered_map>
 #include <vector>
@@ -175,6 +176,12 @@ struct RecordingRuntime::State {
   // A mid-run capture's CaptureWindowRecord detail ("from submit 1000 to submit 1010").
   std::string range_detail() const;
 
+  // RecorderOptions::failure_notice: writes "vtrace: <failure_notice>: <sentence>" on stderr
+  // (nothing when it is empty).
+  void notice(std::string_view sentence) const;
+  // Flight mode: a journal given up since the last call is noticed (the first of the recording).
+  void notice_journal_failure();
+
   // The RuntimeOpened event (from wrap(), before the recorder is handed out).
   void record_opened();
   // With `order` and `mu` held: the summary (with `reason`) and footer, once.
@@ -205,6 +212,9 @@ struct RecordingRuntime::State {
   bool crash_window_registered = false;
   bool threshold_fired = false;
   std::string last_window_error;
+  // The failure notices already written (one for windows, one for journals).
+  bool window_failure_noticed = false;
+  bool journal_failure_noticed = false;
 
   // ---- with `mu` held ----
 

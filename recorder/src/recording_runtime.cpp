@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "call_bracket.h"
+#include "capture_names.h"
 #include "recorder_state.h"
 #include "signal_flag.h"
 #include "vtrace/schema/events.h"
@@ -43,6 +44,11 @@ rt::Result<std::unique_ptr<RecordingRuntime>> RecordingRuntime::wrap(
     std::unique_ptr<rt::DeviceRuntime>& inner, std::string runtime_name,
     const std::filesystem::path& trace_path, RecorderOptions options) {
   if (options.mode == CaptureMode::kFlight) {
+    // Nothing is written until a trigger fires: a path that cannot work is refused now, as the
+    // full mode's open_file_sink refuses it, not when the first window is lost.
+    if (auto usable = detail::check_capture_path(trace_path); !usable) {
+      return std::unexpected(trace_failure(usable.error()));
+    }
     return wrap_recording(inner, std::move(runtime_name), nullptr, &trace_path, std::move(options));
   }
   auto sink = schema::open_file_sink(trace_path);
@@ -113,6 +119,10 @@ rt::Result<std::unique_ptr<RecordingRuntime>> RecordingRuntime::wrap_recording(
   state->inner = std::move(inner);
   state->runtime_name = std::move(runtime_name);
   state->record_opened();
+  if (state->flight) {
+    std::lock_guard lock(state->mu);
+    state->notice_journal_failure();  // the first journal starts with the recorder
+  }
   return std::unique_ptr<RecordingRuntime>(new RecordingRuntime(std::move(state)));
 }
 

@@ -829,3 +829,78 @@ TEST_CASE("flight: two recorders journaling beside one path keep separate journa
   std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("VTRACE_CAPTURE in flight mode refuses a path that cannot be written, in one sentence") {
+  const auto dir = fresh_dir("vtrace_flight_env_path_test");
+  const std::string missing = (dir / "missing" / "d.vtrace").string();
+  struct Case {
+    std::vector<std::pair<std::string, std::string>> env;
+    std::string says;
+  };
+  const Case cases[] = {
+      {{{"VTRACE_CAPTURE", missing},
+        {"VTRACE_CAPTURE_MODE", "flight"},
+        {"VTRACE_CAPTURE_TRIGGER_COUNTER", "submissions>=3"}},
+       fmt::format("cannot create {}.partial", missing)},
+      {{{"VTRACE_CAPTURE", dir.string()}, {"VTRACE_CAPTURE_MODE", "flight"}},
+       fmt::format("{} exists and is not a regular file", dir.string())},
+      {{{"VTRACE_CAPTURE", missing},
+        {"VTRACE_CAPTURE_MODE", "flight"},
+        {"VTRACE_CAPTURE_JOURNAL", "1"}},
+       fmt::format("cannot create {}.partial", missing)},
+      {{{"VTRACE_CAPTURE", missing}, {"VTRACE_CAPTURE_START", "submit:2"}},
+       fmt::format("cannot create {}.partial", missing)},
+  };
+  for (const auto& c : cases) {
+    StderrCapture err(dir.parent_path() / ("vtrace_flight_env_path_err_" +
+                                           std::to_string(::getpid())));
+    std::optional<ScopedEnv> env(std::in_place, c.env);
+    auto runtime = vtrace::recorder::open_runtime("reference");
+    env.reset();
+    const auto said = err.text();
+    INFO(said);
+    REQUIRE(runtime.has_value());
+    CHECK(dynamic_cast<RecordingRuntime*>(runtime->get()) == nullptr);  // unwrapped
+    CHECK(said.find(c.says) != std::string::npos);
+    CHECK(said.find("runs without capture") != std::string::npos);
+    CHECK(std::count(said.begin(), said.end(), '\n') == 1);
+    CHECK(run_small_workload(**runtime).readbacks.size() == 3);
+  }
+  std::filesystem::remove(dir.parent_path() /
+                          ("vtrace_flight_env_path_err_" + std::to_string(::getpid())));
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("VTRACE_CAPTURE in flight mode says on stderr when a window or journal write fails") {
+  const auto dir = fresh_dir("vtrace_flight_env_fail_test");
+  const auto out = fresh_dir("vtrace_flight_env_fail_out");
+  const auto err_file = dir.parent_path() /
+                        ("vtrace_flight_env_fail_err_" + std::to_string(::getpid()));
+  StderrCapture err(err_file);
+  std::optional<ScopedEnv> env(std::in_place,
+                               std::vector<std::pair<std::string, std::string>>{
+                                   {"VTRACE_CAPTURE", (out / "w.vtrace").string()},
+                                   {"VTRACE_CAPTURE_MODE", "flight"},
+                                   {"VTRACE_CAPTURE_WINDOW_BATCHES", "2"},
+                                   {"VTRACE_CAPTURE_JOURNAL", "1"}});
+  auto runtime = vtrace::recorder::open_runtime("reference");
+  env.reset();
+  REQUIRE(runtime.has_value());
+  auto* rec = dynamic_cast<RecordingRuntime*>(runtime->get());
+  REQUIRE(rec != nullptr);
+  CHECK(err.text().empty());
+  // The folder goes away while the product runs: the next journal and every window fail.
+  std::filesystem::remove_all(out);
+  REQUIRE(wl::run_workload(small_decode(12), *rec, nullptr).has_value());
+  CHECK_FALSE(rec->dump_window().has_value());
+  CHECK_FALSE(rec->dump_window().has_value());
+  runtime->reset();
+  const auto said = err.text();
+  INFO(said);
+  const auto capture = fmt::format("vtrace: VTRACE_CAPTURE={}: ", (out / "w.vtrace").string());
+  CHECK(said.find(capture + "the journal ") != std::string::npos);
+  CHECK(said.find(capture + "the flight window of trigger `api` could not be written: ") !=
+        std::string::npos);
+  CHECK(std::count(said.begin(), said.end(), '\n') == 2);  // one sentence each, not per failure
+  std::filesystem::remove(err_file);
+  std::filesystem::remove_all(dir);
+}

@@ -2,10 +2,17 @@
 // workload that runs on any DeviceRuntime, and reading a recorded trace back into events.
 #pragma once
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -22,6 +29,36 @@
 #include "vtrace/schema/trace_reader.h"
 
 namespace vtrace::recorder::testing {
+
+// Sends this process's stderr (fd 2) to `file` while it lives; text() is what was written so far.
+class StderrCapture {
+ public:
+  explicit StderrCapture(std::filesystem::path file) : file_(std::move(file)) {
+    std::fflush(stderr);
+    saved_ = ::dup(2);
+    REQUIRE(saved_ >= 0);
+    const int fd = ::open(file_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    REQUIRE(fd >= 0);
+    REQUIRE(::dup2(fd, 2) == 2);
+    ::close(fd);
+  }
+  ~StderrCapture() {
+    std::fflush(stderr);
+    ::dup2(saved_, 2);
+    ::close(saved_);
+  }
+  StderrCapture(const StderrCapture&) = delete;
+  StderrCapture& operator=(const StderrCapture&) = delete;
+  std::string text() const {
+    std::fflush(stderr);
+    std::ifstream in(file_);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }
+
+ private:
+  std::filesystem::path file_;
+  int saved_ = -1;
+};
 
 namespace rt = vtrace::runtime;
 namespace fb = vtrace::fb;

@@ -50,7 +50,12 @@
 //   allocator locked). Reads the environment at every call.
 // Errors: the registry's errors unchanged. Capture itself never fails the call: when a variable
 //   does not parse or the trace file cannot be created, the runtime is returned unwrapped and one
-//   sentence on stderr names the variable or the file and says that nothing is recorded.
+//   sentence on stderr names the variable or the file and says that nothing is recorded. The
+//   flight and mid-run forms, which create nothing until later, check the same up front (the
+//   path is not a directory or other non-regular file, "<path>.partial" can be created in its
+//   folder). Failures after that never reach the product either; each is said in one sentence
+//   on stderr starting "vtrace: VTRACE_CAPTURE=<path>: " (RecorderOptions::failure_notice):
+//   the first flight window that cannot be written, the first journal that cannot be written.
 #pragma once
 
 #include <memory>

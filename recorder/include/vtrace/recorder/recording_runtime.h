@@ -73,6 +73,12 @@ struct RecorderOptions {
   // docs/FLIGHT.md). Needs the path form of create() or wrap(): windows are files beside it.
   CaptureMode mode = CaptureMode::kFull;
   FlightOptions flight;
+  // Failures the product cannot see, reported on stderr: when non-empty, one sentence starting
+  // "vtrace: <failure_notice>: " is written when the first flight window of the recording
+  // cannot be written, and when its first journal cannot be written (later window and journal
+  // failures are only counted, FlightStats). open_runtime sets it to "VTRACE_CAPTURE=<path>";
+  // empty (the default) writes nothing: flight_stats() reports every failure.
+  std::string failure_notice;
 };
 
 // close(): the writer's statistics, or the first trace error (the one that stopped recording).
