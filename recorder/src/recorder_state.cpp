@@ -171,6 +171,20 @@ RecorderCloseResult RecordingRuntime::State::close_locked(const CloseReason& rea
   } else {
     close_result = *closed;
   }
+  if (!*close_result) {
+    std::string left;
+    if (!trace_path.empty()) {
+      auto partial = trace_path;
+      partial += ".partial";
+      std::error_code ec;
+      if (std::filesystem::is_regular_file(partial, ec)) {
+        left = fmt::format(
+            "; the events recorded so far are in {} (`vtrace repair {} -o {}` finishes it)",
+            partial.string(), partial.string(), trace_path.string());
+      }
+    }
+    notice(fmt::format("writing the trace failed: {}{}", close_result->error().message, left));
+  }
   return *close_result;
 }
 

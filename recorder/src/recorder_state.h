@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -107,6 +108,9 @@ struct RecordingRuntime::State {
   runtime::StreamPtr flight_stream;
   RecorderOptions options;
   std::string runtime_name;
+  // Full mode recording to a file (the path form of create() and wrap()): the trace's path, for
+  // the failure notice; empty for a sink.
+  std::filesystem::path trace_path;
 
   // The order lock: every recorded call (and every wrapper release) holds it from its first event
   // through the wrapped call to its last event (SubmitBegin, the flush before submit, the submit,

@@ -53,7 +53,9 @@ rt::Result<std::unique_ptr<RecordingRuntime>> RecordingRuntime::wrap(
   }
   auto sink = schema::open_file_sink(trace_path);
   if (!sink) return std::unexpected(trace_failure(sink.error()));
-  return wrap(inner, std::move(runtime_name), std::move(*sink), std::move(options));
+  auto recording = wrap(inner, std::move(runtime_name), std::move(*sink), std::move(options));
+  if (recording) (*recording)->state_->trace_path = trace_path;
+  return recording;
 }
 
 rt::Result<std::unique_ptr<RecordingRuntime>> RecordingRuntime::create(

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
@@ -689,6 +690,50 @@ TEST_CASE("VTRACE_CAPTURE makes open_runtime record to the named file") {
     CHECK(meta->recorder()->zstd_level() == 5);
     CHECK(trace.counts()["Readback"] > 0);
   }
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("VTRACE_CAPTURE says in one sentence on stderr when the trace cannot be finished") {
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("vtrace_capture_close_test_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const auto err_file = dir.parent_path() /
+                        ("vtrace_capture_close_err_" + std::to_string(::getpid()));
+  StderrCapture err(err_file);
+  ::setenv("VTRACE_CAPTURE", (dir / "full.vtrace").c_str(), 1);
+  auto fine = vtrace::recorder::open_runtime("reference");
+  auto failing = vtrace::recorder::open_runtime("reference", {"device.vtrace.1"});
+  ::unsetenv("VTRACE_CAPTURE");
+  REQUIRE(fine.has_value());
+  REQUIRE(failing.has_value());
+  REQUIRE(dynamic_cast<RecordingRuntime*>(fine->get()) != nullptr);
+  REQUIRE(dynamic_cast<RecordingRuntime*>(failing->get()) != nullptr);
+  // The second runtime of the family records to full.2.vtrace (open.h).
+  const auto path = dir / "full.2.vtrace";
+  REQUIRE(std::filesystem::exists(dir / "full.2.vtrace.partial"));
+  const auto fine_result = run_small_workload(**fine);
+  const auto failing_result = run_small_workload(**failing);
+  fine->reset();
+  CHECK(err.text().empty());  // a capture that ends well says nothing
+  // The trace's final name is taken by a folder: the rename that finishes it fails.
+  std::filesystem::create_directories(path / "in-the-way");
+  failing->reset();
+  const auto said = err.text();
+  INFO(said);
+  const auto partial = path.string() + ".partial";
+  CHECK(said.starts_with(fmt::format("vtrace: VTRACE_CAPTURE={}: writing the trace failed: ",
+                                     (dir / "full.vtrace").string())));
+  CHECK(said.ends_with(fmt::format("; the events recorded so far are in {} (`vtrace repair {} -o "
+                                   "{}` finishes it)\n",
+                                   partial, partial, path.string())));
+  CHECK(std::count(said.begin(), said.end(), '\n') == 1);
+  // The product saw what it sees without capture; the events are in the .partial.
+  CHECK(failing_result.readbacks == fine_result.readbacks);
+  auto source = vtrace::schema::open_file_source(partial);
+  REQUIRE(source.has_value());
+  CHECK(read_trace(std::move(*source)).counts()["Readback"] > 0);
+  std::filesystem::remove(err_file);
   std::filesystem::remove_all(dir);
 }
 

@@ -55,7 +55,9 @@
 //   path is not a directory or other non-regular file, "<path>.partial" can be created in its
 //   folder). Failures after that never reach the product either; each is said in one sentence
 //   on stderr starting "vtrace: VTRACE_CAPTURE=<path>: " (RecorderOptions::failure_notice):
-//   the first flight window that cannot be written, the first journal that cannot be written.
+//   a trace that cannot be written or finished (at close: it names the .partial file that holds
+//   the events recorded so far and the `vtrace repair` command that finishes it), the first
+//   flight window that cannot be written, the first journal that cannot be written.
 #pragma once
 
 #include <memory>

@@ -74,10 +74,12 @@ struct RecorderOptions {
   CaptureMode mode = CaptureMode::kFull;
   FlightOptions flight;
   // Failures the product cannot see, reported on stderr: when non-empty, one sentence starting
-  // "vtrace: <failure_notice>: " is written when the first flight window of the recording
-  // cannot be written, and when its first journal cannot be written (later window and journal
-  // failures are only counted, FlightStats). open_runtime sets it to "VTRACE_CAPTURE=<path>";
-  // empty (the default) writes nothing: flight_stats() reports every failure.
+  // "vtrace: <failure_notice>: " is written when close() fails (it names the .partial file left
+  // and the `vtrace repair` command that finishes it), when the first flight window of the
+  // recording cannot be written, and when its first journal cannot be written (later window and
+  // journal failures are only counted, FlightStats). open_runtime sets it to
+  // "VTRACE_CAPTURE=<path>"; empty (the default) writes nothing: close() and flight_stats()
+  // report every failure.
   std::string failure_notice;
 };
 
