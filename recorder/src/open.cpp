@@ -79,6 +79,16 @@ rt::Result<void> flight_from_env(RecorderOptions& recorder) {
     return std::unexpected(env_error("VTRACE_CAPTURE_STOP", std::getenv("VTRACE_CAPTURE_STOP"),
                                      "it needs VTRACE_CAPTURE_START"));
   }
+  // Submits and events count from the run's start for both points (signals at the stop count
+  // from the capture's start, so any stop signal comes after the start).
+  if (*stop && *start && (*stop)->unit == (*start)->unit &&
+      (*stop)->unit != CapturePoint::Unit::kSignal && (*stop)->count <= (*start)->count) {
+    return std::unexpected(env_error(
+        "VTRACE_CAPTURE_STOP", std::getenv("VTRACE_CAPTURE_STOP"),
+        fmt::format("it must come after VTRACE_CAPTURE_START=`{}` (a capture that stops where "
+                    "or before it starts holds nothing)",
+                    std::getenv("VTRACE_CAPTURE_START"))));
+  }
   if (*start) {
     if (m == "flight") {
       return std::unexpected(env_error("VTRACE_CAPTURE_MODE", m,

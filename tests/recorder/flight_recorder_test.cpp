@@ -849,6 +849,12 @@ TEST_CASE("VTRACE_CAPTURE in flight mode refuses a path that cannot be written, 
        fmt::format("cannot create {}.partial", missing)},
       {{{"VTRACE_CAPTURE", missing}, {"VTRACE_CAPTURE_START", "submit:2"}},
        fmt::format("cannot create {}.partial", missing)},
+      // A stop point before (or at) the start point holds nothing.
+      {{{"VTRACE_CAPTURE", (dir / "r.vtrace").string()},
+        {"VTRACE_CAPTURE_START", "submit:5"},
+        {"VTRACE_CAPTURE_STOP", "submit:2"}},
+       "VTRACE_CAPTURE_STOP=`submit:2` is not valid: it must come after "
+       "VTRACE_CAPTURE_START=`submit:5`"},
   };
   for (const auto& c : cases) {
     StderrCapture err(dir.parent_path() / ("vtrace_flight_env_path_err_" +

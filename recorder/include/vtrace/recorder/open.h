@@ -40,7 +40,8 @@
 //                               at VTRACE_CAPTURE_STOP (same syntax; signals counted from the
 //                               capture's start, so START=signal STOP=signal is "from one
 //                               SIGUSR1 to the next") or when the runtime is dropped. Without
-//                               VTRACE_CAPTURE_MODE.
+//                               VTRACE_CAPTURE_MODE. A STOP in the START's unit (submit or
+//                               event) at or before the START is refused (it would hold nothing).
 // Everything else keeps RecorderOptions' defaults (flush_before_submit on: a product that dies
 // inside a submit leaves that batch in the trace).
 // A recording opened this way is finalised by the recorder's destructor (when the product drops
