@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "vtrace/schema/trace_reader.h"
+#include "vtrace/replayer/json_text.h"
 
 namespace vtrace::cli {
 
@@ -238,7 +239,7 @@ bool write_report_file(const std::string& path, std::string_view what,
 
 bool write_json_report(const std::string& path, const nlohmann::json& report) {
   return write_report_file(path, "the JSON report", [&](std::ostream& out) {
-    out << report.dump(2) << '\n';
+    out << replayer::json_text(report, 2) << '\n';
     return std::optional<std::string>();
   });
 }

@@ -11,6 +11,7 @@
 #include "cli_support.h"
 #include "commands.h"
 #include "event_text.h"
+#include "vtrace/replayer/json_text.h"
 #include "vtrace/replayer/replay_plan.h"
 #include "vtrace/replayer/step_text.h"
 #include "vtrace/schema/event_links.h"
@@ -40,7 +41,7 @@ int dump_summary(const DumpOptions& o, const schema::TraceReader& reader,
     const std::string why =
         !reader.complete() ? reader.recovery().note : std::string("the footer holds no summary");
     if (o.json) {
-      fmt::print("{}\n", nlohmann::json{{"summary", nullptr}, {"note", why}}.dump());
+      fmt::print("{}\n", replayer::json_text(nlohmann::json{{"summary", nullptr}, {"note", why}}));
     } else {
       fmt::print("summary: none ({})\n", why);
     }
@@ -52,7 +53,7 @@ int dump_summary(const DumpOptions& o, const schema::TraceReader& reader,
       print_error(about_file(o.trace, "the summary: " + body.error()));
       return kExitUsage;
     }
-    fmt::print("{}\n", nlohmann::json{{"summary", std::move(*body)}}.dump());
+    fmt::print("{}\n", replayer::json_text(nlohmann::json{{"summary", std::move(*body)}}));
   } else {
     auto body = printer.summary_text(bytes);
     if (!body) {
@@ -153,7 +154,7 @@ int run_dump(const DumpOptions& o) {
                                      {"body_type", body_type},
                                      {"required", event->required()},
                                      {"bytes", bytes.size()}}}};
-            fmt::print("{}\n", line.dump());
+            fmt::print("{}\n", replayer::json_text(line));
           } else {
             fmt::print("#{} {} {{seq: {}, body_type: {}, required: {}, bytes: {}}}\n", ordinal, kind,
                        event->seq(), body_type, event->required(), bytes.size());
@@ -175,7 +176,7 @@ int run_dump(const DumpOptions& o) {
             line["payloads"] = payloads;
             line["payload_sizes"] = payload_sizes;
           }
-          fmt::print("{}\n", line.dump());
+          fmt::print("{}\n", replayer::json_text(line));
         } else {
           auto body = printer->text(bytes);
           if (!body) {

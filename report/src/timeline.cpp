@@ -8,6 +8,7 @@
 #include <set>
 
 #include "vtrace/drift/command_effects.h"
+#include "vtrace/replayer/json_text.h"
 #include "vtrace/replayer/step_text.h"
 
 namespace vtrace::report {
@@ -73,7 +74,7 @@ class Timeline {
   }
 
   void emit(const json& event) {
-    out_ << (first_ ? "" : ",\n") << event.dump();
+    out_ << (first_ ? "" : ",\n") << replayer::json_text(event);
     first_ = false;
   }
   void track(std::uint64_t tid, const std::string& name) {

@@ -92,6 +92,46 @@ TEST_CASE("vtrace replay on an unknown runtime exits 3, or the --exit-skip code"
             .code == 125);
 }
 
+TEST_CASE(
+    "every JSON vtrace writes stays valid when a path is not UTF-8 (U+FFFD in its place), exit 0",
+    "[cli]") {
+  // A file name may hold any byte but '/' and NUL; JSON strings are UTF-8. nlohmann's dump()
+  // throws on such a string: every report, timeline and dump line goes through json_text.
+  vtrace::test::ScratchDir dir("cli-utf8");
+  const auto trace = dir / "t\xff.vtrace";
+  std::filesystem::copy_file(golden("tiny"), trace);
+  const std::string t = "'" + trace.string() + "'";
+  const auto out = [&](const char* name) { return (dir / name).string(); };
+  for (const auto& [arguments, file] : {
+           std::pair{fmt::format("replay {} --json {}", t, out("r.json")), out("r.json")},
+           std::pair{fmt::format("compare {} --runtimes reference,cpu --json {}", t, out("c.json")),
+                     out("c.json")},
+           std::pair{fmt::format("diff {} {} --json {}", t, t, out("d.json")), out("d.json")},
+           std::pair{fmt::format("extract {} --event 18 -o {} --json {}", t, out("x.vtrace"),
+                                 out("x.json")),
+                     out("x.json")},
+           std::pair{fmt::format("export {} --format chrome -o {}", t, out("tl.json")),
+                     out("tl.json")},
+       }) {
+    INFO(arguments);
+    const auto run = run_vtrace(arguments);
+    INFO(run.output);
+    CHECK(run.code == 0);
+    std::ifstream in(file);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    CHECK(nlohmann::json::accept(text));
+    CHECK(text.find("t\xef\xbf\xbd.vtrace") != std::string::npos);
+  }
+  // dump --json: one object per line, the extracted trace names its source in its metadata.
+  const auto dump = run_vtrace(fmt::format("dump {} --json --events 0:3", out("x.vtrace")));
+  INFO(dump.output);
+  CHECK(dump.code == 0);
+  std::istringstream lines(dump.output);
+  std::size_t objects = 0;
+  for (std::string line; std::getline(lines, line); ++objects) CHECK(nlohmann::json::accept(line));
+  CHECK(objects == 3);
+}
+
 TEST_CASE("vtrace info shows the runtime, event counts by kind and sizes", "[cli]") {
   auto run = run_vtrace(fmt::format("info {}", golden("contract")));
   INFO(run.output);
