@@ -108,8 +108,7 @@ void add_compare_command(CLI::App& app, const GlobalOptions& global, RunFunction
   cmd->add_option("--json", options->json, "Write the comparison report as JSON to this file");
   cmd->add_option("--html", options->html,
                   "Write the comparison as one self-contained HTML page to this file");
-  cmd->add_option("--exit-skip", options->exit_skip,
-                  "Exit with this code instead of 3 when a runtime is unavailable");
+  add_exit_skip_option(*cmd, options->exit_skip, "a runtime");
   add_runtime_flags(*cmd, options->runtime_flags, "the recorded device's capacity");
   cmd->callback([options, &global, run]() {
     *run = [options, &global]() { return run_compare(*options, global); };

@@ -61,8 +61,8 @@ void print_drift_report(const drift::CompareReport& r, const std::string& reprod
     fmt::print("first divergence: event {} ({}) {}{}\n  runtime {}: {}\n", f.event, f.kind, f.call,
                f.command ? fmt::format(", command {}", *f.command) : "", f.runtime,
                drift::drift_class_name(f.cls));
-    for (const auto& c : r.commands) {
-      if (c.event != f.event || c.command != f.command) continue;
+    if (const auto* command = r.command_of(f)) {
+      const auto& c = *command;
       if (!c.shapes.empty()) fmt::print("  shapes: {}\n", c.shapes);
       if (c.node_index) fmt::print("  node: {}\n", *c.node_index);
       if (c.participants > 0) fmt::print("  participants: {}\n", c.participants);
@@ -74,7 +74,6 @@ void print_drift_report(const drift::CompareReport& r, const std::string& reprod
         fmt::print("  {} introduced (on the baseline's inputs): {} ({})\n", p.runtime,
                    drift::drift_class_name(p.cls), stats_text(p));
       }
-      break;
     }
     fmt::print("  reproduce: {}\n", reproduce);
   }

@@ -116,8 +116,7 @@ void add_extract_command(CLI::App& app, const GlobalOptions& global, RunFunction
       ->capture_default_str()
       ->check(decimal_range(1, 19));
   cmd->add_option("--json", options->json, "Write what was extracted as JSON to this file");
-  cmd->add_option("--exit-skip", options->exit_skip,
-                  "Exit with this code instead of 3 when the runtime is unavailable");
+  add_exit_skip_option(*cmd, options->exit_skip, "the runtime");
   add_runtime_flags(*cmd, options->runtime_flags, "the recorded device's capacity");
   cmd->callback([options, &global, run]() {
     *run = [options, &global]() { return run_extract(*options, global); };

@@ -210,8 +210,7 @@ void add_replay_command(CLI::App& app, const GlobalOptions& global, RunFunction*
   cmd->add_option("--events", options->events,
                   "Check only events A:B (earlier events still run to rebuild state)");
   cmd->add_option("--json", options->json, "Write the replay report as JSON to this file");
-  cmd->add_option("--exit-skip", options->exit_skip,
-                  "Exit with this code instead of 3 when the runtime is unavailable");
+  add_exit_skip_option(*cmd, options->exit_skip, "the runtime");
   cmd->add_option("--profile", options->profile,
                   "Write this replay as a timeline with measured durations (Chrome trace JSON)");
   cmd->add_option("--repeat", options->repeat,

@@ -6,6 +6,8 @@
 #include <charconv>
 #include <cmath>
 
+#include "commands.h"
+
 namespace vtrace::cli {
 
 void add_runtime_flags(CLI::App& cmd, RuntimeFlags& flags, std::string_view device_memory_default) {
@@ -17,6 +19,13 @@ void add_runtime_flags(CLI::App& cmd, RuntimeFlags& flags, std::string_view devi
   cmd.add_option("--device-memory", flags.device_memory,
                  fmt::format("Device capacity, e.g. 8GiB or 4096MiB (default: {})",
                              device_memory_default));
+}
+
+void add_exit_skip_option(CLI::App& cmd, std::optional<int>& exit_skip, std::string_view what) {
+  cmd.add_option("--exit-skip", exit_skip,
+                 fmt::format("Exit with this code (0 to 255) instead of 3 when {} is unavailable",
+                             what))
+      ->check(decimal_range(0, 255));
 }
 
 std::expected<std::uint64_t, std::string> parse_byte_size(std::string_view text) {

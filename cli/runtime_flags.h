@@ -1,9 +1,11 @@
-// The options that say how a runtime is opened, shared by `record` and `replay`:
-// --threads N, --isa NAME, --device-memory SIZE (runtime::RuntimeOpenOptions).
+// The options that say how a runtime is opened, shared by the commands that open one:
+// --threads N, --isa NAME, --device-memory SIZE (runtime::RuntimeOpenOptions), and what to exit
+// with when it cannot be opened (--exit-skip N).
 #pragma once
 
 #include <cstdint>
 #include <expected>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -20,6 +22,11 @@ struct RuntimeFlags {
 
 // Registers the three options on `cmd`; `device_memory_default` is said in --help.
 void add_runtime_flags(CLI::App& cmd, RuntimeFlags& flags, std::string_view device_memory_default);
+
+// --exit-skip N (replay, compare, extract): exit N instead of 3 when `what` cannot be opened (125
+// makes ctest report a skip). N is an exit status, so 0 to 255: a larger one would wrap (256 would
+// read as success) and is refused.
+void add_exit_skip_option(CLI::App& cmd, std::optional<int>& exit_skip, std::string_view what);
 
 // "4096", "64MiB", "1.5GiB", "512M", "2G", "16k" (K/M/G are binary, as the Ki/Mi/Gi forms).
 std::expected<std::uint64_t, std::string> parse_byte_size(std::string_view text);

@@ -31,7 +31,8 @@ std::expected<CompareReport, rp::ReplayFailure> diff_traces(const std::filesyste
                         std::string what, std::string expected, std::string actual) {
     if (!report.first_divergence) {
       report.first_divergence =
-          FirstDivergence{event, std::nullopt, event_kind, call, label_b, DriftClass::kStructural};
+          FirstDivergence{event,   std::nullopt, std::nullopt,           event_kind,
+                          call,    label_b,      DriftClass::kStructural};
     }
     report.structural.push_back({order++, event, std::move(call), label_b, label_a, std::move(what),
                                  std::move(expected), std::move(actual)});
@@ -73,7 +74,7 @@ std::expected<CompareReport, rp::ReplayFailure> diff_traces(const std::filesyste
     c.agrees = n.agrees;
     if (!c.agrees && !report.first_divergence) {
       report.first_divergence =
-          FirstDivergence{c.event, std::nullopt, c.kind, c.call, label_b, n.cls};
+          FirstDivergence{c.event, std::nullopt, c.order, c.kind, c.call, label_b, n.cls};
     }
     report.commands.push_back(std::move(c));
   }

@@ -79,7 +79,7 @@ class Lockstep {
                       std::string(rp::difference_kind_name(d.kind)), text.expected, text.actual});
       if (divergence && !report_.first_divergence) {
         report_.first_divergence =
-            FirstDivergence{s.ordinal, std::nullopt,           s.kind, rp::describe_step(s),
+            FirstDivergence{s.ordinal, std::nullopt, std::nullopt, s.kind, rp::describe_step(s),
                             runtime,   DriftClass::kStructural};
       }
     }
@@ -97,7 +97,9 @@ class Lockstep {
   static std::optional<FirstDivergence> first_disagreeing(const CommandComparison& c,
                                                           const std::vector<PairResult>& pairs) {
     for (const auto& p : pairs) {
-      if (!p.agrees) return FirstDivergence{c.event, c.command, c.kind, c.call, p.runtime, p.cls};
+      if (!p.agrees) {
+        return FirstDivergence{c.event, c.command, c.order, c.kind, c.call, p.runtime, p.cls};
+      }
     }
     return std::nullopt;
   }
@@ -382,6 +384,14 @@ nlohmann::json structural_json(const std::vector<StructuralDifference>& list) {
 
 }  // namespace
 
+const CommandComparison* CompareReport::command_of(const FirstDivergence& divergence) const {
+  if (!divergence.order) return nullptr;
+  const auto it = std::find_if(commands.begin(), commands.end(), [&](const CommandComparison& c) {
+    return c.order == *divergence.order;
+  });
+  return it == commands.end() ? nullptr : &*it;
+}
+
 std::string CompareReport::verdict() const {
   if (!structural.empty()) return "structural";
   for (const auto& c : commands) {
@@ -420,6 +430,7 @@ nlohmann::json CompareReport::to_json() const {
     const auto& f = *first;
     return {{"event", f.event},
             {"command", f.command ? nlohmann::json(*f.command) : nlohmann::json(nullptr)},
+            {"ordinal", f.order ? nlohmann::json(*f.order) : nlohmann::json(nullptr)},
             {"kind", f.kind},
             {"call", f.call},
             {"runtime", f.runtime},

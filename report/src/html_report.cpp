@@ -140,13 +140,7 @@ class Page {
   }
 
   const CommandComparison* first_command() const {
-    if (!r_.first_divergence) return nullptr;
-    for (const auto& c : r_.commands) {
-      if (c.event == r_.first_divergence->event && c.command == r_.first_divergence->command) {
-        return &c;
-      }
-    }
-    return nullptr;
+    return r_.first_divergence ? r_.command_of(*r_.first_divergence) : nullptr;
   }
 
   void first_divergence() {
@@ -220,19 +214,13 @@ class Page {
         "execution order (max ULP, log scale)</text>\n",
         (kW + kLeft) / 2, kH - 8);
     // The first divergence.
-    if (r_.first_divergence) {
-      for (std::size_t i = 0; i < n; ++i) {
-        const auto& c = r_.commands[i];
-        if (c.event != r_.first_divergence->event || c.command != r_.first_divergence->command) {
-          continue;
-        }
-        out_ << fmt::format(
-            "<line id=\"first-divergence-mark\" x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" "
-            "stroke=\"#b00\" stroke-dasharray=\"4 3\"/><text x=\"{3}\" y=\"{4}\" fill=\"#b00\">"
-            "first divergence: event {5}</text>\n",
-            x(i), kTop, kH - kBottom, x(i) + 4, kTop + 10, c.event);
-        break;
-      }
+    if (const auto* first = first_command()) {
+      const auto i = static_cast<std::size_t>(first - r_.commands.data());
+      out_ << fmt::format(
+          "<line id=\"first-divergence-mark\" x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" "
+          "stroke=\"#b00\" stroke-dasharray=\"4 3\"/><text x=\"{3}\" y=\"{4}\" fill=\"#b00\">"
+          "first divergence: event {5}</text>\n",
+          x(i), kTop, kH - kBottom, x(i) + 4, kTop + 10, first->event);
     }
     const std::size_t runtimes = r_.runtimes.size() > 1 ? r_.runtimes.size() - 1 : 0;
     for (std::size_t k = 0; k < runtimes; ++k) {

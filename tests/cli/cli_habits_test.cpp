@@ -292,6 +292,16 @@ TEST_CASE("integer options are decimal: a leading zero is ignored, 0x, 0b and ov
                      std::string("--repeat: 65 is not in 1 to 64")},
            std::pair{fmt::format("replay {} --exit-skip 010x", golden("tiny")),
                      std::string("--exit-skip: `010x` is not a decimal")},
+           // An exit status is 0 to 255: 256 would wrap to 0, "runtime unavailable" read as
+           // success.
+           std::pair{fmt::format("replay {} --runtime no-such --exit-skip 256", golden("tiny")),
+                     std::string("--exit-skip: 256 is not in 0 to 255")},
+           std::pair{fmt::format("compare {} --runtimes reference,no-such --exit-skip 256",
+                                 golden("tiny")),
+                     std::string("--exit-skip: 256 is not in 0 to 255")},
+           std::pair{fmt::format("extract {} --event 20 --runtime no-such --exit-skip 300",
+                                 golden("tiny")),
+                     std::string("--exit-skip: 300 is not in 0 to 255")},
        }) {
     INFO(arguments);
     check_refused(run_vtrace(fmt::format("{} -o {}", arguments, out)), says, {out});

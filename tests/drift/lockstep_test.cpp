@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <functional>
 
@@ -184,6 +185,41 @@ TEST_CASE(
   CHECK(json["first_divergence"]["kind"] == "EncodeDenseLinear");
   CHECK(json["commands_compared"] == deep.commands.size());
   CHECK(json["commands"][0].contains("runtimes"));
+}
+
+TEST_CASE(
+    "the first divergence names the region that diverged when one command is compared as "
+    "several",
+    "[drift]") {
+  // Two participants of different token counts: the head projection (k = 272, past one 256-long
+  // split-k block) is one command with a launch per participant, compared as one region each.
+  // The first participant's rows agree and the second's drift.
+  ScratchDir dir("drift-regions");
+  wl::WorkloadSpec spec;
+  spec.kind = wl::WorkloadKind::kDecode;
+  spec.seed = 2;
+  spec.decode.hidden = 272;
+  spec.decode.ffn = 16;
+  spec.decode.layers = 1;
+  spec.decode.steps = 4;
+  const auto trace = dir / "regions.vtrace";
+  (void)vtrace::test::record_workload(spec, trace, "reference");
+  const auto deep = compare(trace, {"reference", "cpu-splitk"}, true);
+  REQUIRE(deep.first_divergence.has_value());
+  const auto& f = *deep.first_divergence;
+  const auto first = std::find_if(deep.commands.begin(), deep.commands.end(),
+                                  [](const dr::CommandComparison& c) { return !c.agrees; });
+  REQUIRE(first != deep.commands.end());
+  // The case this guards: an earlier entry of the same event and command that agrees.
+  const auto same_command = std::find_if(deep.commands.begin(), first, [&](const auto& c) {
+    return c.event == first->event && c.command == first->command;
+  });
+  REQUIRE(same_command != first);
+  CHECK(same_command->region != first->region);
+  CHECK(f.event == first->event);
+  CHECK(f.order == first->order);
+  CHECK(deep.command_of(f) == &*first);
+  CHECK(deep.to_json()["first_divergence"]["ordinal"] == first->order);
 }
 
 TEST_CASE("a runtime that answers a call differently is a structural difference", "[drift]") {

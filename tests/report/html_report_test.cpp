@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <fstream>
@@ -64,8 +65,8 @@ dr::CompareReport drifting(bool resync) {
       c.introduced[0].cls = dr::DriftClass::kWithin1Ulp;
       c.introduced[0].stats.max_ulp = 1;
     }
-    r.first_divergence = dr::FirstDivergence{c.event, c.command,    c.kind,
-                                             c.call,  "cpu-splitk", dr::DriftClass::kDrift};
+    r.first_divergence = dr::FirstDivergence{
+        c.event, c.command, c.order, c.kind, c.call, "cpu-splitk", dr::DriftClass::kDrift};
     break;
   }
   return r;
@@ -102,6 +103,33 @@ TEST_CASE("the HTML report holds every section, self-contained", "[report]") {
     ++rows;
   }
   CHECK(rows == r.commands.size());
+}
+
+TEST_CASE(
+    "the HTML report's first divergence is the region that diverged, not an earlier region of "
+    "the same command",
+    "[report]") {
+  auto r = drifting(false);
+  REQUIRE(r.first_divergence.has_value());
+  const auto diverged = std::find_if(r.commands.begin(), r.commands.end(),
+                                     [&](const auto& c) { return c.order == r.first_divergence->order; });
+  REQUIRE(diverged != r.commands.end());
+  // One command compared as two regions (a launch per participant): the first agrees.
+  dr::CommandComparison agreeing = *diverged;
+  agreeing.order = diverged->order + 1000000;  // any order no other entry has
+  agreeing.region = "buffer#99 [0, 8)";
+  agreeing.agrees = true;
+  agreeing.results[0].agrees = true;
+  agreeing.results[0].cls = dr::DriftClass::kBitwise;
+  const std::string region = diverged->region.empty() ? "buffer#98 [8, 16)" : diverged->region;
+  diverged->region = region;
+  r.commands.insert(diverged, agreeing);
+  const std::string html = page(r);
+  const auto section = html.find("id=\"first-divergence\"");
+  REQUIRE(section != std::string::npos);
+  const std::string text = html.substr(section, html.find("</section>", section) - section);
+  CHECK(has(text, "region: " + region));
+  CHECK_FALSE(has(text, "buffer#99"));
 }
 
 TEST_CASE("the HTML report of --resync draws the introduced error beside the inherited one",

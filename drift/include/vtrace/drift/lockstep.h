@@ -111,6 +111,10 @@ struct StructuralDifference {
 struct FirstDivergence {
   std::uint64_t event = 0;
   std::optional<std::uint64_t> command;
+  // The CommandComparison that diverged (its `order`): one command may be compared as several
+  // regions (a launch per node, a copy's destination ranges) under the same event and command, and
+  // only this one diverged first. Nullopt for a structural divergence (no comparison of numbers).
+  std::optional<std::uint64_t> order;
   std::string kind;  // the event kind
   std::string call;
   std::string runtime;
@@ -133,6 +137,9 @@ struct CompareReport {
   std::optional<FirstDivergence> first_divergence;
   // --resync: the first command whose introduced error disagrees under the check.
   std::optional<FirstDivergence> first_introduced;
+
+  // The compared command (region) a FirstDivergence names, or nullptr (a structural one).
+  const CommandComparison* command_of(const FirstDivergence& divergence) const;
 
   // "match", "drift" (numbers differ under the check) or "structural".
   std::string verdict() const;
