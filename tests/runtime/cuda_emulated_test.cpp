@@ -208,6 +208,24 @@ TEST_CASE("opening fails with one sentence naming the CUDA call, and leaves noth
     CHECK(opened.error().message() == f.message);
     check_everything_given_back();
   }
+  // A GPU this build has no kernel image for (an sm_80 under the default sm_90 build): `cuda` is
+  // unavailable at open, not failing at every launch; `cuda-cublas` runs no kernel of ours.
+  emu::reset();
+  emu::fail_call("check_kernel_image", 1, cudaErrorNoKernelImageForDevice);
+  const auto old_gpu = rt::cuda::open_cuda_runtime(CudaDenseLinear::kStrict, {});
+  REQUIRE_FALSE(old_gpu.has_value());
+  CHECK(old_gpu.error().kind() == ErrorKind::kRuntimeUnavailable);
+  CHECK(old_gpu.error().message() ==
+        std::string("cuda: CUDA device 0 (vtrace cudart emulator, compute capability 9.0) cannot "
+                    "run this build's kernels, built for CUDA architectures ") +
+            VTRACE_CUDA_ARCHITECTURES +
+            " (cudaFuncGetAttributes: no kernel image is available for execution on the device)");
+  check_everything_given_back();
+  emu::fail_call("check_kernel_image", 1, cudaErrorNoKernelImageForDevice);
+  CHECK(rt::cuda::open_cuda_runtime(CudaDenseLinear::kCublas, {}).has_value());
+  CHECK(emu::calls("check_kernel_image") == 1);  // the strict open's only
+  emu::reset();
+  check_everything_given_back();
 }
 
 TEST_CASE("an allocation whose cudaMalloc or zero fill fails names the call and moves no counter",
@@ -361,6 +379,9 @@ TEST_CASE(
     emu::settle();
     CHECK(rt::is_pending(runtime->query_fence(**fence)));
     CHECK(rt::is_pending(runtime->query_fence(**fence)));  // asking again changes nothing
+    // cudaEventQuery's cudaErrorNotReady is cudart's last error of this thread too: the query
+    // clears it, or a strict launch later on this thread would read it as its own failure.
+    CHECK(cudaPeekAtLastError() == cudaSuccess);
     CHECK(runtime->stream_state(*stream) == rt::StreamState::kSubmitted);
     const auto moved = conf::counters(*runtime);
     CHECK(moved.submissions == before.submissions + 1);

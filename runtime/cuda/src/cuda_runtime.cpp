@@ -306,6 +306,15 @@ Result<std::unique_ptr<DeviceRuntime>> CudaRuntime::open(CudaDenseLinear dense_l
     return unavailable("CUDA device 0 cannot be queried (" +
                        cuda_failure("cudaGetDeviceProperties", status) + ")");
   }
+  if (dense_linear == CudaDenseLinear::kStrict) {
+    if (const cudaError_t status = kernels::check_kernel_image(); status != cudaSuccess) {
+      return unavailable("CUDA device 0 (" + std::string(properties.name) + ", compute capability " +
+                         std::to_string(properties.major) + "." + std::to_string(properties.minor) +
+                         ") cannot run this build's kernels, built for CUDA architectures " +
+                         VTRACE_CUDA_ARCHITECTURES + " (" +
+                         cuda_failure("cudaFuncGetAttributes", status) + ")");
+    }
+  }
 
   auto id = DeviceId::create(options.device_id);
   if (!id) return std::unexpected(RuntimeError(ErrorKind::kDescriptorInvalid, id.error()));
@@ -676,7 +685,12 @@ FenceQuery CudaRuntime::query_fence(const Fence& fence) const {
   }
   if (!own->event) return own->terminal();
   const cudaError_t status = cudaEventQuery(own->event->event);
-  if (status == cudaErrorNotReady) return FenceQueryPending{};
+  if (status == cudaErrorNotReady) {
+    // Not an error, but cudart records it as this thread's last error: leave nothing behind for
+    // a later call that reads it (kernels.cu's launches do).
+    (void)cudaGetLastError();
+    return FenceQueryPending{};
+  }
   if (status != cudaSuccess) return internal(cuda_failure("cudaEventQuery", status));
   return own->terminal();
 }

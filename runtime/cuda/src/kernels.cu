@@ -28,6 +28,11 @@ cudaError_t launch_strict_dense_linear(const std::uint8_t* input, const std::uin
                                        std::uint8_t* output, std::uint64_t rows,
                                        std::uint64_t in_features, std::uint64_t out_features,
                                        cudaStream_t stream) {
+  // A <<<>>> launch reports through the thread's last error, which any earlier runtime call on
+  // this thread may have set and left (cudaEventQuery's cudaErrorNotReady for a pending fence, a
+  // cudaMalloc that ran out of memory): clear it, so that the status read after each launch is
+  // that launch's own. An error that broke the context is sticky and still comes back.
+  (void)cudaGetLastError();
   const auto k = static_cast<long long>(in_features);
   const auto outs = static_cast<long long>(out_features);
   const bool vec = reinterpret_cast<std::uintptr_t>(input) % 16 == 0 &&
@@ -53,6 +58,13 @@ cudaError_t launch_strict_dense_linear(const std::uint8_t* input, const std::uin
     if (const cudaError_t launched = cudaGetLastError(); launched != cudaSuccess) return launched;
   }
   return cudaSuccess;
+}
+
+cudaError_t check_kernel_image() {
+  cudaFuncAttributes attributes{};
+  const cudaError_t status = cudaFuncGetAttributes(&attributes, decode_kernel<1>);
+  (void)cudaGetLastError();  // the failure is answered here, not left for a later launch
+  return status;
 }
 
 }  // namespace vtrace::runtime::cuda::kernels

@@ -3,7 +3,8 @@
 //
 // Ownership: the pointers are device addresses the caller keeps alive until the stream has run
 //   the launch. Thread rules: any thread; the launch is ordered on `stream`.
-// Errors: the cudaError_t of the launch (cudaGetLastError after it), cudaSuccess otherwise.
+// Errors: the cudaError_t of the launch (cudaGetLastError after it, having cleared before it what
+// an earlier call of this thread left there), cudaSuccess otherwise.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -22,5 +23,11 @@ cudaError_t launch_strict_dense_linear(const std::uint8_t* input, const std::uin
                                        std::uint8_t* output, std::uint64_t rows,
                                        std::uint64_t in_features, std::uint64_t out_features,
                                        cudaStream_t stream);
+
+// Whether this build holds a kernel image the current device can run (the kernels are built for
+// CMAKE_CUDA_ARCHITECTURES only, sm_90 by default): cudaSuccess, or the error
+// cudaFuncGetAttributes gives (cudaErrorNoKernelImageForDevice on an older GPU), so that opening
+// `cuda` there says unavailable instead of every launch failing.
+cudaError_t check_kernel_image();
 
 }  // namespace vtrace::runtime::cuda::kernels

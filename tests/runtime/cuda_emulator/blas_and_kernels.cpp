@@ -193,10 +193,18 @@ cublasStatus_t cublasGemmEx(cublasHandle_t handle, cublasOperation_t transa,
 
 namespace vtrace::runtime::cuda::kernels {
 
+cudaError_t check_kernel_image() {
+  // The emulated device runs every kernel; a test plans cudaErrorNoKernelImageForDevice.
+  return static_cast<cudaError_t>(emu::detail::planned_failure("check_kernel_image"));
+}
+
 cudaError_t launch_strict_dense_linear(const std::uint8_t* input, const std::uint8_t* weight,
                                        std::uint8_t* output, std::uint64_t rows,
                                        std::uint64_t in_features, std::uint64_t out_features,
                                        cudaStream_t stream) {
+  // As kernels.cu: the thread's last error is cleared before the launch, and the launch's own
+  // status read (and so cleared) after it.
+  (void)emu::detail::take_last_error();
   if (const int planned = emu::detail::planned_failure("launch_strict_dense_linear");
       planned != 0) {
     return static_cast<cudaError_t>(planned);

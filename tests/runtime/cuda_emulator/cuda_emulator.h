@@ -28,6 +28,9 @@
 //   line naming the call and what was wrong, and aborts the test process.
 //
 // Thread rules: every function here and every emulated CUDA call may be called from any thread.
+// Last error: a call that fails, and cudaEventQuery answering cudaErrorNotReady, record their
+//   status as the calling thread's last error, as cudart does; cudaGetLastError answers and
+//   clears it, cudaPeekAtLastError answers it.
 // Errors: the emulated calls return cudaSuccess, or the status a test planned with fail_call.
 #pragma once
 
@@ -43,7 +46,8 @@ void reset();
 
 // The `nth` call (1 = the next one) of `function` from now on returns `status` and does nothing
 // else; `function` is the API name as linked ("cudaMemcpyAsync", "cublasGemmEx",
-// "launch_strict_dense_linear" for the strict kernel's launch). `status` is a cudaError_t, or a
+// "launch_strict_dense_linear" for the strict kernel's launch, "check_kernel_image" for the
+// strict kernels' image check at open). `status` is a cudaError_t, or a
 // cublasStatus_t for the cublas functions. Several plans may be pending at once.
 void fail_call(std::string_view function, int nth, int status);
 
@@ -53,10 +57,13 @@ std::uint64_t calls(std::string_view function);
 // What cudaGetDeviceCount reports (1 after reset()).
 void set_device_count(int count);
 
-// The device memory cudaGetDeviceProperties reports (totalGlobalMem): 16 GiB; the L2 size
-// cudaDeviceGetAttribute reports (cudaDevAttrL2CacheSize): 4 MiB.
+// The device memory cudaGetDeviceProperties reports (totalGlobalMem): 16 GiB; what
+// cudaDeviceGetAttribute reports: an L2 of 4 MiB (cudaDevAttrL2CacheSize), and an H200 SXM's
+// 132 SMs (cudaDevAttrMultiProcessorCount) at 1980 MHz (cudaDevAttrClockRate, in kHz).
 inline constexpr std::uint64_t kDeviceMemoryBytes = std::uint64_t{16} << 30;
 inline constexpr std::uint64_t kL2CacheBytes = std::uint64_t{4} << 20;
+inline constexpr int kMultiprocessors = 132;
+inline constexpr int kClockKhz = 1980000;
 
 // Holding: while held, a stream's worker starts no further operation (one already running
 // finishes). hold_all holds every stream, present and future; release lets stream `ordinal` run

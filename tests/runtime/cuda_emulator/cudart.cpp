@@ -16,6 +16,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "cuda_emulator.h"
@@ -266,6 +267,19 @@ void require_stream(std::string_view call, cudaStream_t stream) {
   if (state().streams.count(stream) == 0) misuse(call, "not a live stream");
 }
 
+namespace {
+thread_local cudaError_t last_error = cudaSuccess;  // cudart's per-thread last error
+}  // namespace
+
+cudaError_t noted(cudaError_t status) {
+  if (status != cudaSuccess) last_error = status;
+  return status;
+}
+
+cudaError_t take_last_error() { return std::exchange(last_error, cudaSuccess); }
+
+cudaError_t peek_last_error() { return last_error; }
+
 void enqueue(std::string_view call, cudaStream_t stream, std::function<void()> work) {
   require_stream(call, stream);
   push(stream, Operation{.work = std::move(work)});
@@ -374,7 +388,7 @@ std::size_t live_events() {
 // The emulated API. Each function first counts its call and returns a planned failure.
 #define VTRACE_EMULATED_CALL(name)                                             \
   if (const int planned = emu::detail::planned_failure(#name); planned != 0) { \
-    return static_cast<cudaError_t>(planned);                                  \
+    return emu::detail::noted(static_cast<cudaError_t>(planned));              \
   }
 
 extern "C" {
@@ -395,6 +409,8 @@ const char* cudaGetErrorString(cudaError_t error) {
       return "invalid device ordinal";
     case cudaErrorInvalidResourceHandle:
       return "invalid resource handle";
+    case cudaErrorNoKernelImageForDevice:
+      return "no kernel image is available for execution on the device";
     case cudaErrorNotReady:
       return "device not ready";
     case cudaErrorIllegalAddress:
@@ -406,6 +422,10 @@ const char* cudaGetErrorString(cudaError_t error) {
   }
 }
 
+cudaError_t cudaGetLastError() { return emu::detail::take_last_error(); }
+
+cudaError_t cudaPeekAtLastError() { return emu::detail::peek_last_error(); }
+
 cudaError_t cudaGetDeviceCount(int* count) {
   VTRACE_EMULATED_CALL(cudaGetDeviceCount)
   std::lock_guard lock(state().mutex);
@@ -416,7 +436,8 @@ cudaError_t cudaGetDeviceCount(int* count) {
 cudaError_t cudaSetDevice(int device) {
   VTRACE_EMULATED_CALL(cudaSetDevice)
   std::lock_guard lock(state().mutex);
-  return device >= 0 && device < state().device_count ? cudaSuccess : cudaErrorInvalidDevice;
+  return emu::detail::noted(device >= 0 && device < state().device_count ? cudaSuccess
+                                                                          : cudaErrorInvalidDevice);
 }
 
 cudaError_t cudaGetDeviceProperties(cudaDeviceProp* properties, int device) {
@@ -438,12 +459,20 @@ cudaError_t cudaGetDevice(int* device) {
 
 cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attribute, int device) {
   VTRACE_EMULATED_CALL(cudaDeviceGetAttribute)
-  if (device != 0) return cudaErrorInvalidDevice;
-  if (attribute != cudaDevAttrL2CacheSize) {
-    emu::detail::misuse("cudaDeviceGetAttribute", "an attribute the emulator does not answer");
+  if (device != 0) return emu::detail::noted(cudaErrorInvalidDevice);
+  switch (attribute) {
+    case cudaDevAttrL2CacheSize:
+      *value = static_cast<int>(emu::kL2CacheBytes);
+      return cudaSuccess;
+    case cudaDevAttrMultiProcessorCount:
+      *value = emu::kMultiprocessors;
+      return cudaSuccess;
+    case cudaDevAttrClockRate:
+      *value = emu::kClockKhz;
+      return cudaSuccess;
+    default:
+      emu::detail::misuse("cudaDeviceGetAttribute", "an attribute the emulator does not answer");
   }
-  *value = static_cast<int>(emu::kL2CacheBytes);
-  return cudaSuccess;
 }
 
 cudaError_t cudaDeviceSynchronize() {
@@ -454,7 +483,7 @@ cudaError_t cudaDeviceSynchronize() {
 
 cudaError_t cudaMalloc(void** p, std::size_t bytes) {
   VTRACE_EMULATED_CALL(cudaMalloc)
-  return allocate(p, bytes, false);
+  return emu::detail::noted(allocate(p, bytes, false));
 }
 
 cudaError_t cudaFree(void* p) {
@@ -468,7 +497,7 @@ cudaError_t cudaFree(void* p) {
 cudaError_t cudaMallocAsync(void** p, std::size_t bytes, cudaStream_t stream) {
   VTRACE_EMULATED_CALL(cudaMallocAsync)
   emu::detail::require_stream("cudaMallocAsync", stream);
-  return allocate(p, bytes, true);
+  return emu::detail::noted(allocate(p, bytes, true));
 }
 
 cudaError_t cudaFreeAsync(void* p, cudaStream_t stream) {
@@ -690,7 +719,8 @@ cudaError_t cudaEventQuery(cudaEvent_t event) {
   VTRACE_EMULATED_CALL(cudaEventQuery)
   require_event("cudaEventQuery", event);
   std::lock_guard lock(state().mutex);
-  return event->state->completed >= event->state->recorded ? cudaSuccess : cudaErrorNotReady;
+  return emu::detail::noted(event->state->completed >= event->state->recorded ? cudaSuccess
+                                                                               : cudaErrorNotReady);
 }
 
 cudaError_t cudaEventSynchronize(cudaEvent_t event) {

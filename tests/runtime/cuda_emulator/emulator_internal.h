@@ -16,6 +16,14 @@ namespace vtrace::testing::cuda_emulator::detail {
 // Counts a call of `function`; the status planned for this call by fail_call, or 0.
 int planned_failure(std::string_view function);
 
+// cudart's per-thread last error: noted() records a status other than cudaSuccess as the calling
+// thread's last error and answers it (every emulated call that fails goes through it, and
+// cudaEventQuery's cudaErrorNotReady, as cudart records it too); take_last_error answers it and
+// clears it (cudaGetLastError), peek_last_error only answers it (cudaPeekAtLastError).
+cudaError_t noted(cudaError_t status);
+cudaError_t take_last_error();
+cudaError_t peek_last_error();
+
 // [p, p + bytes) lies inside one live device allocation (bytes >= 1); misuse otherwise.
 void require_device(std::string_view call, const void* p, std::size_t bytes);
 
