@@ -2,14 +2,19 @@
 // (kernels.h, the `cuda` runtime's) and cublasGemmEx (`cuda-cublas`'s, tensor cores allowed) on
 // the decode shapes 8x4096x4096 and 1x4096x11008 and the prefill shape 128x4096x4096 (rows x in
 // x out, as bench_dense_linear.cpp). Each iteration is timed with CUDA events around one launch
-// (UseManualTime). Counters, from the summed event times:
+// per operand set, back to back, and counts as one launch's time (UseManualTime): the sum over
+// the sets divided by their number. Counters, from the summed event times:
 //   GB/s      (input + weight + output bytes) per second (each operand is read or written once)
 //   GFLOP/s   2 * rows * in * out per second
-//   %HBM      GB/s against the H200's 4.8 TB/s;  %FP32  GFLOP/s against its 67 TFLOP/s of FP32 FMA
-// Before each timed launch a scratch buffer of twice the GPU's L2 size is overwritten (outside
-// the timed events), so every launch reads its operands from HBM: 8x4096x4096's 33.6 MB of
-// weights would otherwise stay in the H200's 50 MB L2 from one launch to the next, and %HBM
-// would count L2 bandwidth.
+//   %HBM      GB/s against the H200's 4.8 TB/s of HBM3e (SXM and NVL alike)
+//   %FP32     GFLOP/s against the FP32 FMA peak of the GPU at hand: SMs x peak clock x 128 FP32
+//             lanes per SM (sm_90, the architecture the kernels are built for) x 2; 132 SMs at
+//             1980 MHz on an H200 SXM: 66.9 TFLOP/s. `peak GFLOP/s` says the figure used.
+// Every launch reads its operands from HBM, not from L2: there are several sets of operands,
+// at least twice the GPU's L2 size apart (8x4096x4096's 33.6 MB of weights would otherwise stay
+// in the H200's 50 MB L2 from one launch to the next, and %HBM would count L2 bandwidth), and
+// each launch takes the set that was used longest ago. Nothing else writes memory in between
+// (a memset flush would leave L2 full of dirty lines that the timed launch writes back).
 // The ratio to cuBLAS is the strict kernel's time over cuBLAS's on the same shape
 // (scripts/gpu-check.sh prints it). Without a usable GPU every benchmark is skipped with the
 // reason. Built only in a CUDA build.
@@ -19,7 +24,9 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
+#include <cmath>
 #include <cstdint>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -33,7 +40,7 @@ namespace {
 namespace vr = vtrace::runtime;
 
 constexpr double kH200BandwidthGBs = 4800.0;
-constexpr double kH200Fp32Gflops = 67000.0;
+constexpr double kFp32LanesPerSm = 128.0;  // sm_90
 
 // Why no GPU benchmark can run here, or empty.
 std::string gpu_unavailable() {
@@ -46,7 +53,8 @@ std::string gpu_unavailable() {
   return devices == 0 ? "no CUDA device is available (cudaGetDeviceCount found none)" : "";
 }
 
-// Device operands of one shape: N(0,1) activations, N(0,0.02) weights (f16), an output.
+// Device operands of one shape: N(0,1) activations, N(0,0.02) weights (f16), a zeroed output;
+// uploaded and complete on the device when the constructor returns.
 struct DeviceOperands {
   std::uint8_t* input = nullptr;
   std::uint8_t* weight = nullptr;
@@ -55,12 +63,14 @@ struct DeviceOperands {
   DeviceOperands(std::size_t rows, std::size_t in, std::size_t out) {
     std::mt19937 rng(42);
     const auto upload = [&](std::uint8_t** where, std::size_t count, float sigma) {
-      std::normal_distribution<float> dist(0.0f, sigma);
-      std::vector<std::uint8_t> bytes(2 * count);
-      for (std::size_t i = 0; i < count; ++i) {
-        const std::uint16_t bits = vr::f32_to_f16(dist(rng));
-        bytes[2 * i] = static_cast<std::uint8_t>(bits & 0xFF);
-        bytes[2 * i + 1] = static_cast<std::uint8_t>(bits >> 8);
+      std::vector<std::uint8_t> bytes(2 * count);  // +0.0 where sigma is 0
+      if (sigma > 0.0f) {
+        std::normal_distribution<float> dist(0.0f, sigma);
+        for (std::size_t i = 0; i < count; ++i) {
+          const std::uint16_t bits = vr::f32_to_f16(dist(rng));
+          bytes[2 * i] = static_cast<std::uint8_t>(bits & 0xFF);
+          bytes[2 * i + 1] = static_cast<std::uint8_t>(bits >> 8);
+        }
       }
       void* p = nullptr;
       cudaError_t status = cudaMalloc(&p, bytes.size());
@@ -73,6 +83,10 @@ struct DeviceOperands {
     upload(&input, rows * in, 1.0f);
     upload(&weight, out * in, 0.02f);
     upload(&output, rows * out, 0.0f);
+    // A cudaMemcpy from pageable memory may return before its DMA has landed, and the launches
+    // run on a non-blocking stream that does not wait for the legacy default stream.
+    if (const cudaError_t status = cudaDeviceSynchronize(); status != cudaSuccess && failure.empty())
+      failure = cudaGetErrorString(status);
   }
   DeviceOperands(const DeviceOperands&) = delete;
   DeviceOperands& operator=(const DeviceOperands&) = delete;
@@ -93,12 +107,35 @@ void BM_CudaDenseLinear(benchmark::State& state, Kernel kernel) {
   const auto rows = static_cast<std::size_t>(state.range(0));
   const auto in = static_cast<std::size_t>(state.range(1));
   const auto out = static_cast<std::size_t>(state.range(2));
-  DeviceOperands ops(rows, in, out);
+  std::string failure;
+  // The GPU: its L2 size (how many operand sets), its SMs and peak clock (the FP32 peak).
+  int device = 0;
+  int l2_bytes = 0;
+  int sms = 0;
+  int clock_khz = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&l2_bytes, cudaDevAttrL2CacheSize, device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, device) != cudaSuccess ||
+      l2_bytes <= 0 || sms <= 0 || clock_khz <= 0) {
+    failure = "the GPU's L2 size, SM count or clock cannot be queried";
+  }
+  const double operand_bytes = 2.0 * static_cast<double>(rows * in + out * in + rows * out);
+  // Between two uses of a set, the other sets read at least twice the L2 size.
+  std::size_t sets = 0;
+  if (failure.empty()) {
+    sets = 1 + static_cast<std::size_t>(
+                   std::ceil(2.0 * static_cast<double>(l2_bytes) / operand_bytes));
+  }
+  std::vector<std::unique_ptr<DeviceOperands>> ops;
+  for (std::size_t k = 0; k < sets && failure.empty(); ++k) {
+    ops.push_back(std::make_unique<DeviceOperands>(rows, in, out));
+    failure = ops.back()->failure;
+  }
   cublasHandle_t handle = nullptr;
   cudaStream_t stream = nullptr;
   cudaEvent_t start = nullptr;
   cudaEvent_t stop = nullptr;
-  std::string failure = ops.failure;
   if (failure.empty() && cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess) {
     failure = "cudaStreamCreateWithFlags failed";
   }
@@ -110,46 +147,31 @@ void BM_CudaDenseLinear(benchmark::State& state, Kernel kernel) {
       cublasCreate(&handle) != CUBLAS_STATUS_SUCCESS) {
     failure = "cublasCreate failed";
   }
-  const auto launch = [&]() -> bool {
+  const auto launch = [&](const DeviceOperands& o) -> bool {
     if (kernel == Kernel::kStrict) {
       return vtrace::runtime::cuda::kernels::launch_strict_dense_linear(
-                 ops.input, ops.weight, ops.output, rows, in, out, stream) == cudaSuccess;
+                 o.input, o.weight, o.output, rows, in, out, stream) == cudaSuccess;
     }
     return vtrace::runtime::cuda::cublas_dense_linear(
-               handle, ops.input, ops.weight, ops.output, static_cast<int>(rows),
-               static_cast<int>(in), static_cast<int>(out), stream) == CUBLAS_STATUS_SUCCESS;
+               handle, o.input, o.weight, o.output, static_cast<int>(rows), static_cast<int>(in),
+               static_cast<int>(out), stream) == CUBLAS_STATUS_SUCCESS;
   };
-  // The L2 flush buffer (see the top of this file).
-  void* flush = nullptr;
-  std::size_t flush_bytes = 0;
-  if (failure.empty()) {
-    int device = 0;
-    int l2_bytes = 0;
-    if (cudaGetDevice(&device) != cudaSuccess ||
-        cudaDeviceGetAttribute(&l2_bytes, cudaDevAttrL2CacheSize, device) != cudaSuccess ||
-        l2_bytes <= 0) {
-      failure = "the GPU's L2 size cannot be queried";
-    } else {
-      flush_bytes = 2 * static_cast<std::size_t>(l2_bytes);
-      if (cudaMalloc(&flush, flush_bytes) != cudaSuccess)
-        failure = "cudaMalloc of the L2 flush failed";
+  const auto launch_all = [&]() {
+    for (const auto& o : ops) {
+      if (!launch(*o)) return false;
     }
-  }
-  // Warm up (module load, cuBLAS heuristics), then time each launch with events.
-  if (failure.empty() && (!launch() || !launch() || cudaStreamSynchronize(stream) != cudaSuccess)) {
+    return true;
+  };
+  // Warm up (module load, cuBLAS heuristics), then time each round of launches with events.
+  if (failure.empty() && (!launch_all() || cudaStreamSynchronize(stream) != cudaSuccess)) {
     failure = "the warm-up launches failed";
   }
   double seconds = 0.0;
   std::int64_t launches = 0;
   if (failure.empty()) {
-    int fill = 0;
     for (auto _ : state) {
-      if (cudaMemsetAsync(flush, ++fill & 0xFF, flush_bytes, stream) != cudaSuccess) {
-        failure = "the L2 flush failed";
-        break;
-      }
       cudaEventRecord(start, stream);
-      const bool ok = launch();
+      const bool ok = launch_all();
       cudaEventRecord(stop, stream);
       float ms = 0.0f;
       if (!ok || cudaEventSynchronize(stop) != cudaSuccess ||
@@ -157,27 +179,31 @@ void BM_CudaDenseLinear(benchmark::State& state, Kernel kernel) {
         failure = "a timed launch failed";
         break;
       }
-      state.SetIterationTime(static_cast<double>(ms) / 1e3);
+      state.SetIterationTime(static_cast<double>(ms) / 1e3 / static_cast<double>(sets));
       seconds += static_cast<double>(ms) / 1e3;
-      ++launches;
+      launches += static_cast<std::int64_t>(sets);
     }
   }
   if (!failure.empty()) {
     state.SkipWithError(failure.c_str());
   } else if (launches > 0 && seconds > 0.0) {
     const double n = static_cast<double>(launches);
-    const double bytes = 2.0 * static_cast<double>(rows * in + out * in + rows * out);
     const double flops =
         2.0 * static_cast<double>(rows) * static_cast<double>(in) * static_cast<double>(out);
-    const double gbs = bytes * n / seconds / 1e9;
+    const double gbs = operand_bytes * n / seconds / 1e9;
     const double gflops = flops * n / seconds / 1e9;
+    const double peak_gflops = static_cast<double>(sms) * static_cast<double>(clock_khz) * 1e3 *
+                               kFp32LanesPerSm * 2.0 / 1e9;
     state.counters["GB/s"] = gbs;
     state.counters["GFLOP/s"] = gflops;
     state.counters["%HBM"] = 100.0 * gbs / kH200BandwidthGBs;
-    state.counters["%FP32"] = 100.0 * gflops / kH200Fp32Gflops;
+    state.counters["%FP32"] = 100.0 * gflops / peak_gflops;
+    state.counters["peak GFLOP/s"] = peak_gflops;
+    state.counters["operand sets"] = static_cast<double>(sets);
   }
-  state.SetLabel(kernel == Kernel::kStrict ? "strict, L2 flushed" : "cublas, L2 flushed");
-  if (flush != nullptr) cudaFree(flush);
+  state.SetLabel(kernel == Kernel::kStrict ? "strict, operands from HBM"
+                                           : "cublas, operands from HBM");
+  ops.clear();
   if (handle != nullptr) cublasDestroy(handle);
   if (start != nullptr) cudaEventDestroy(start);
   if (stop != nullptr) cudaEventDestroy(stop);

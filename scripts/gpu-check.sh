@@ -11,13 +11,14 @@
 #   scripts/gpu-check.sh run     there (the GPU machine: CUDA 13, no -dev packages, no network),
 #                                from the repository root with build-gpu/carry carried: checks up
 #                                front that a CUDA device is usable (else exit 4 with one
-#                                sentence), then runs the conformance suite on cuda and
-#                                cuda-cublas, records the decode workload on cuda, replays it on
+#                                sentence; nvidia-smi's answer is kept either way), then runs
+#                                the conformance suite on cuda and cuda-cublas, the GPU
+#                                benchmarks, records the decode workload on cuda, replays it on
 #                                reference and cpu and compares reference,cuda,cpu bitwise,
 #                                compares reference,cuda-cublas with --deep (the drift report and
 #                                its first divergence), extracts that command and replays the
 #                                repro on cuda-cublas (it must mismatch) and reference (it must
-#                                match), and runs the GPU benchmarks. Everything is written under
+#                                match). Everything is written under
 #                                $OUT (default build-gpu/out). Exit 0 when every step did what it
 #                                must, 1 when one did not (the summary names it), 4 without a GPU.
 #                                The whole run has a budget (VTRACE_GPU_CHECK_BUDGET_S, default
@@ -286,6 +287,9 @@ run_step() {
   choose_binaries
   local vtrace=$bin/vtrace
 
+  # What the machine says of its GPU and driver, kept even when the probe below finds no usable
+  # device (a driver older than the toolkit is the likely reason then).
+  command -v nvidia-smi >/dev/null && nvidia-smi >"$out/nvidia-smi.txt" 2>&1
   # Up front: is a CUDA device usable? The cuda runtime itself answers (exit 3: unavailable).
   local probe rc
   probe=$(timeout 120 "$vtrace" replay traces/contract-v1.2.vtrace --runtime cuda 2>&1)
@@ -294,7 +298,6 @@ run_step() {
     echo "gpu-check: no usable CUDA GPU here, nothing was run: $probe" | tee -a "$out/summary.txt" >&2
     exit "$kExitNoGpu"
   fi
-  command -v nvidia-smi >/dev/null && nvidia-smi >"$out/nvidia-smi.txt" 2>&1
   echo "gpu-check run: the cuda runtime opened (a CUDA device answered); results under $out" | tee -a "$out/summary.txt"
   [ "$rc" -eq 0 ] || { echo "FAIL  probe: the contract trace did not replay on cuda (exit $rc): $probe" | tee -a "$out/summary.txt"; failures+=(probe); }
 
@@ -303,6 +306,20 @@ run_step() {
     step "conformance-$rt" 180 0 env VTRACE_CONFORMANCE_RUNTIME="$rt" \
       "$bin/runtime_conformance_test" --name "conformance-$rt" --durations yes
   done
+
+  # The performance goals next, before the host-side replays and comparisons, so that a run short
+  # of time still has its figures.
+  if [ -x "$bin/vtrace_bench" ]; then
+    step bench-cuda 180 0 "$bin/vtrace_bench" --benchmark_filter=CudaDenseLinear \
+      --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
+      --benchmark_out="$out/bench-cuda.json" --benchmark_out_format=json
+  else
+    echo "skip  bench-cuda: no vtrace_bench in $bin" | tee -a "$out/summary.txt"
+  fi
+  if [ -s "$out/bench-cuda.json" ]; then
+    # The strict kernel against cuBLAS per shape (median times), with the counters and the goals.
+    python3 scripts/gpu_bench_summary.py "$out/bench-cuda.json" | tee -a "$out/summary.txt"
+  fi
 
   local trace=$out/decode-cuda.vtrace
   step record-decode-cuda 120 0 "$vtrace" record --workload decode --runtime cuda -o "$trace"
@@ -328,18 +345,6 @@ print(d["event"] if d else "")' "$out/drift-cublas.json" 2>>"$out/drift-cublas.l
   else
     echo "FAIL  drift-cublas: no first divergence in drift-cublas.json" | tee -a "$out/summary.txt"
     failures+=(first-divergence)
-  fi
-
-  if [ -x "$bin/vtrace_bench" ]; then
-    step bench-cuda 180 0 "$bin/vtrace_bench" --benchmark_filter=CudaDenseLinear \
-      --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
-      --benchmark_out="$out/bench-cuda.json" --benchmark_out_format=json
-  else
-    echo "skip  bench-cuda: no vtrace_bench in $bin" | tee -a "$out/summary.txt"
-  fi
-  if [ -s "$out/bench-cuda.json" ]; then
-    # The strict kernel against cuBLAS per shape (median times), with the counters and the goals.
-    python3 scripts/gpu_bench_summary.py "$out/bench-cuda.json" | tee -a "$out/summary.txt"
   fi
 
   finish_run
