@@ -25,6 +25,9 @@
 namespace vtrace::schema {
 namespace {
 
+// What every error about a damaged header says (is_header_damage).
+constexpr std::string_view kHeaderDamage = "the header frame at offset 0 does not match its checksum";
+
 using namespace detail;
 
 constexpr std::size_t kReadChunk = 1u << 20;
@@ -558,7 +561,7 @@ struct TraceReader::Impl {
     const auto header_damaged = [&] {
       return std::unexpected(make_error(
           TraceErrorKind::kChecksumMismatch,
-          fmt::format("{}: the header frame at offset 0 does not match its checksum", name)));
+          fmt::format("{}: {}", name, kHeaderDamage)));
     };
     // A copy keeps the table at an aligned address. A 1.0 header has no hash: its table runs to
     // the end of the content.
@@ -644,8 +647,7 @@ struct TraceReader::Impl {
       if (!header_prefix_hash || *header_prefix_hash != from_fb(*hh)) {
         return std::unexpected(make_error(
             TraceErrorKind::kChecksumMismatch,
-            fmt::format("{}: the header frame at offset 0 does not match its checksum (the "
-                        "footer's copy)", name)));
+            fmt::format("{}: {} (the footer's copy)", name, kHeaderDamage)));
       }
     }
     std::uint64_t expect_offset = data_begin;
@@ -806,6 +808,11 @@ TraceResult<std::unique_ptr<TraceReader>> TraceReader::open(const std::filesyste
 }
 
 const TraceHeaderInfo& TraceReader::header() const { return impl_->header; }
+bool is_header_damage(const TraceError& error) {
+  return error.kind == TraceErrorKind::kChecksumMismatch &&
+         error.message.find(kHeaderDamage) != std::string::npos;
+}
+
 bool TraceReader::complete() const { return impl_->footer_mode; }
 const RecoveryInfo& TraceReader::recovery() const { return impl_->recovery; }
 const std::vector<FrameInfo>& TraceReader::frames() const { return impl_->frames; }

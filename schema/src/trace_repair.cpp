@@ -200,6 +200,12 @@ TraceResult<RepairReport> repair_trace(const ByteSource& source, const OpenOutpu
   } else if (indexed) {
     report.input_state = (*indexed)->recovery().note;
   }
+  // A damaged header: its own hash, which salvage mode checks too, or the footer's copy, which
+  // catches a header lowered to minor 0 that salvage mode (no footer read) would take for a 1.0
+  // header. Nothing is written.
+  if (!indexed && is_header_damage(indexed.error())) {
+    return std::unexpected(indexed.error());
+  }
   const TraceReader* index = indexed && (*indexed)->complete() ? indexed->get() : nullptr;
 
   TraceReaderOptions salvage;

@@ -3,6 +3,8 @@
 // intact trace is copied byte for byte.
 #include "vtrace/schema/trace_repair.h"
 
+#include <container_generated.h>
+
 #include <fmt/format.h>
 
 #include <catch2/catch.hpp>
@@ -367,6 +369,32 @@ TEST_CASE("repair refuses a trace whose header is damaged and writes nothing", "
   const auto kind = r.report.error().kind;
   CHECK(
       (kind == vs::TraceErrorKind::kChecksumMismatch || kind == vs::TraceErrorKind::kVerifyFailed));
+  CHECK(r.outputs_opened == 0);
+}
+
+TEST_CASE(
+    "repair refuses a header whose minor was lowered to 0, which only the footer's copy of its "
+    "hash catches",
+    "[schema][repair]") {
+  // Salvage mode reads no footer; the header, at minor 0, claims no hash of its own. Repairing it
+  // anyway would write a "1.0" trace of the 1.2 events, and verify would pass the result.
+  Bytes damaged = golden_bytes("tiny-v1.2.vtrace");
+  const std::size_t table_at = 16;  // skippable prefix, then "VTRACE\0\1"
+  const std::size_t table_end = 8 + vs::testing::read_u32(damaged, 4) - vs::kHeaderHashBytes;
+  Bytes table(damaged.begin() + static_cast<std::ptrdiff_t>(table_at),
+              damaged.begin() + static_cast<std::ptrdiff_t>(table_end));
+  const auto* h = flatbuffers::GetRoot<vtrace::container::Header>(table.data());
+  const std::uint8_t* minor = reinterpret_cast<const flatbuffers::Table*>(h)->GetAddressOf(
+      vtrace::container::Header::VT_FORMAT_MINOR);
+  REQUIRE(minor != nullptr);
+  const std::size_t at = table_at + static_cast<std::size_t>(minor - table.data());
+  REQUIRE(damaged[at] == 2);
+  damaged[at] = 0;
+  const Repaired r = repair(damaged);
+  REQUIRE_FALSE(r.report.has_value());
+  CHECK(r.report.error().kind == vs::TraceErrorKind::kChecksumMismatch);
+  CHECK_THAT(r.report.error().message,
+             Catch::Contains("the header frame at offset 0 does not match its checksum"));
   CHECK(r.outputs_opened == 0);
 }
 

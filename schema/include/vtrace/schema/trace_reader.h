@@ -89,6 +89,11 @@ struct TraceReaderOptions {
   bool salvage = false;
 };
 
+// Whether open() refused the file because its header frame does not match its own hash or the
+// footer's copy of it (a header lowered to minor 0 hides its own hash; only the footer's copy
+// catches it). repair_trace refuses such a file: salvage mode reads no footer.
+bool is_header_damage(const TraceError& error);
+
 class TraceReader {
  public:
   static TraceResult<std::unique_ptr<TraceReader>> open(std::unique_ptr<ByteSource> source,
