@@ -202,10 +202,12 @@ NumericComparison compare_values(std::span<const std::uint8_t> expected,
       continue;
     }
     ++s.ulp_histogram[ulp_bucket(*ulp)];
-    if (*ulp == 0) continue;  // equal values (+0 and -0, or the same NaN class)
+    if (eb == ab) continue;
+    // Bits differ: a differing element, even when the values are equal (+0 and -0, two NaNs).
     ++s.differing;
     if (!s.first_differing) s.first_differing = i;
     ++s.magnitude_histogram[magnitude_bucket(e)];
+    if (*ulp == 0) continue;  // equal values: no error
     s.max_ulp = std::max(s.max_ulp, *ulp);
     const double abs = std::fabs(a - e);
     sum_abs += abs;

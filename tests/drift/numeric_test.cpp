@@ -74,10 +74,16 @@ TEST_CASE("identical answers are bitwise and agree under every mode", "[drift]")
 }
 
 TEST_CASE("+0 and -0 are 0 ULP and 0 apart: not bitwise, but equal values", "[drift]") {
-  const auto c = cmp(f16({0x0000}), f16({0x8000}), "bits");
+  const auto c = cmp(f16({0x3c00, 0x0000}), f16({0x3c00, 0x8000}), "bits");
   CHECK(c.cls == dr::DriftClass::kWithin1Ulp);
   CHECK_FALSE(c.agrees);
-  CHECK(c.stats.differing == 0);
+  // Their bits differ: a differing element (the one bits disagrees on), with no error.
+  CHECK(c.stats.differing == 1);
+  CHECK(c.stats.first_differing == std::optional<std::uint64_t>(1));
+  CHECK(c.stats.max_ulp == 0);
+  CHECK(c.stats.max_abs_error == 0);
+  CHECK(c.stats.ulp_histogram[0] == 2);
+  CHECK(c.stats.magnitude_histogram[0] == 1);  // |e| = 0: < 1e-4
   CHECK(cmp(f16({0x0000}), f16({0x8000}), "ulp:0").agrees);
   CHECK(cmp(f16({0x0000}), f16({0x8000}), "tol").agrees);
 }
@@ -121,7 +127,13 @@ TEST_CASE("NaN matches NaN only; a NaN or infinity that appears or vanishes is n
   // Two NaNs with different payloads and signs: equal under every non-bits mode.
   const auto nans = cmp(f16({0x7e00}), f16({0xfe01}), "ulp:0");
   CHECK(nans.agrees);
-  CHECK(nans.stats.differing == 0);
+  CHECK(nans.stats.differing == 1);  // bits differ, values do not
+  CHECK(nans.stats.max_ulp == 0);
+  // Under bits they disagree, and the element that differs is named.
+  const auto nan_bits = cmp(f16({0x3c00, 0x7e00}), f16({0x3c00, 0xfe01}), "bits");
+  CHECK_FALSE(nan_bits.agrees);
+  CHECK(nan_bits.stats.differing == 1);
+  CHECK(nan_bits.stats.first_differing == std::optional<std::uint64_t>(1));
   CHECK(cmp(f16({0x7e00}), f16({0xfe01}), "tol").agrees);
   // NaN against a number, either way round, and an infinity against the largest finite value.
   for (const auto& [e, a] :
