@@ -56,6 +56,28 @@ bool is_nan_16(std::uint16_t v, bool bf16) {
               : ((v & 0x7C00u) == 0x7C00u && (v & 0x3FFu) != 0);
 }
 
+// NaN or infinity (every exponent bit set) of a `width`-byte floating element.
+bool non_finite(std::uint64_t v, std::size_t width, bool bf16) {
+  if (width == 4) return (v & 0x7F800000u) == 0x7F800000u;
+  return bf16 ? (v & 0x7F80u) == 0x7F80u : (v & 0x7C00u) == 0x7C00u;
+}
+
+// Why two different floating elements have no ULP distance under the rules above (NaN against a
+// number, an infinity against another value); empty when they have one.
+std::string not_comparable(std::uint64_t e, std::uint64_t a, std::size_t width, bool bf16) {
+  const bool special_e = non_finite(e, width, bf16);
+  const bool special_a = non_finite(a, width, bf16);
+  if (!special_e && !special_a) return {};
+  const bool nan_e = width == 4 ? (e & 0x7FFFFFu) != 0 && special_e
+                                : is_nan_16(static_cast<std::uint16_t>(e), bf16);
+  const bool nan_a = width == 4 ? (a & 0x7FFFFFu) != 0 && special_a
+                                : is_nan_16(static_cast<std::uint16_t>(a), bf16);
+  if (nan_e && nan_a) return {};  // NaN matches NaN: 0 ULP
+  if (nan_e || nan_a) return "NaN against a number";
+  if (special_e && special_a) return "+inf against -inf";  // different bits: opposite signs
+  return "an infinity against a finite number";
+}
+
 std::uint64_t load(std::span<const std::uint8_t> bytes, std::size_t index, std::size_t width) {
   std::uint64_t v = 0;
   for (std::size_t i = 0; i < width; ++i) {
@@ -100,8 +122,8 @@ std::string ReadbackDifference::summary() const {
                                  differing_elements, first_element, expected, actual);
   if (ulp) {
     text += fmt::format(" ({} ULP; max {} ULP)", *ulp, max_ulp);
-  } else if (expected != actual) {
-    text += " (NaN against a number)";
+  } else if (!why_not_comparable.empty()) {
+    text += fmt::format(" ({})", why_not_comparable);
   }
   return text;
 }
@@ -131,11 +153,16 @@ std::optional<ReadbackDifference> compare_readback(std::span<const std::uint8_t>
     const std::uint64_t a = load(actual, i, width);
     if (e == a) continue;
     std::optional<std::uint64_t> ulp;
-    if (width == 2 && floating) {
-      ulp = ulp_distance_16(static_cast<std::uint16_t>(e), static_cast<std::uint16_t>(a),
-                            type == rt::ElementType::kBf16);
-    } else if (width == 4 && floating) {
-      ulp = ulp_distance_32(static_cast<std::uint32_t>(e), static_cast<std::uint32_t>(a));
+    std::string why;
+    if ((width == 2 || width == 4) && floating) {
+      // An infinity matches the same infinity only (not the largest finite value 1 ULP away).
+      why = not_comparable(e, a, width, type == rt::ElementType::kBf16);
+      if (why.empty()) {
+        ulp = width == 2
+                  ? ulp_distance_16(static_cast<std::uint16_t>(e), static_cast<std::uint16_t>(a),
+                                    type == rt::ElementType::kBf16)
+                  : ulp_distance_32(static_cast<std::uint32_t>(e), static_cast<std::uint32_t>(a));
+      }
     }
     if (by_ulp && ulp && *ulp <= mode.max_ulp) {
       if (d) d->max_ulp = std::max(d->max_ulp, *ulp);
@@ -147,6 +174,7 @@ std::optional<ReadbackDifference> compare_readback(std::span<const std::uint8_t>
       d->expected = show(e, width == 1 ? rt::ElementType::kU8 : type);
       d->actual = show(a, width == 1 ? rt::ElementType::kU8 : type);
       d->ulp = ulp;
+      d->why_not_comparable = why;
     }
     ++d->differing_elements;
     if (ulp) d->max_ulp = std::max(d->max_ulp, *ulp);

@@ -3,11 +3,14 @@
 // every f16 pattern against its neighbour.
 #include "vtrace/drift/numeric.h"
 
+#include <fmt/format.h>
+
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstring>
 #include <vector>
 
+#include "vtrace/replayer/readback_check.h"
 #include "vtrace/runtime/f16.h"
 
 namespace dr = vtrace::drift;
@@ -230,4 +233,26 @@ TEST_CASE(
   }
   // 65,536 patterns less 2,048 infinities and NaNs, less +max (its neighbour up is +inf).
   CHECK(checked == 63487);
+}
+
+TEST_CASE("compare's ulp:N and replay's ulp:N agree on NaN, infinities and signed zero",
+          "[drift]") {
+  // One rule for both (readback_check.h): an infinity agrees with the same infinity only, NaN
+  // with NaN only, +0 with -0.
+  const std::vector<std::pair<std::uint16_t, std::uint16_t>> pairs = {
+      {0x7bff, 0x7c00}, {0x7c00, 0x7bff}, {0xfbff, 0xfc00}, {0x7c00, 0x7c00}, {0x7c00, 0xfc00},
+      {0x0000, 0x8000}, {0x7e00, 0xfe01}, {0x7e00, 0x3c00}, {0x3c00, 0x3c01}, {0x3c00, 0x3c03}};
+  for (const auto& [e, a] : pairs) {
+    for (const std::uint64_t n : {0ull, 1ull, 2ull, 1000000ull}) {
+      INFO(e << " vs " << a << " under ulp:" << n);
+      const auto mode = fmt::format("ulp:{}", n);
+      const bool compare_agrees = cmp(f16({e}), f16({a}), mode.c_str()).agrees;
+      const bool replay_agrees =
+          !vtrace::replayer::compare_readback(f16({e}), f16({a}), rt::ElementType::kF16,
+                                              vtrace::replayer::CheckMode::ulp(n))
+               .has_value();
+      CHECK(compare_agrees == replay_agrees);
+    }
+  }
+  CHECK_FALSE(cmp(f16({0x7bff}), f16({0x7c00}), "ulp:1").agrees);
 }

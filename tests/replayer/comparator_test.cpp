@@ -306,23 +306,36 @@ TEST_CASE("comparator: NaN against a number is always a mismatch", "[replayer][c
                       E::kF32, huge));
 }
 
-TEST_CASE("comparator: infinity is 1 ULP beyond the largest finite value",
-          "[replayer][comparator]") {
+TEST_CASE(
+    "comparator: an infinity matches the same infinity only, not the largest finite value 1 "
+    "position away, whatever N is",
+    "[replayer][comparator]") {
   using E = rt::ElementType;
+  const CheckMode huge = CheckMode::ulp(std::numeric_limits<std::uint64_t>::max());
   const struct {
     E type;
-    std::vector<std::uint8_t> max, inf;
+    std::vector<std::uint8_t> max, inf, minus_inf;
   } cases[] = {
-      {E::kF16, bytes_of<std::uint16_t>({0x7BFF}), bytes_of<std::uint16_t>({0x7C00})},
-      {E::kBf16, bytes_of<std::uint16_t>({0x7F7F}), bytes_of<std::uint16_t>({0x7F80})},
-      {E::kF32, bytes_of<std::uint32_t>({0x7F7FFFFFu}), bytes_of<std::uint32_t>({0x7F800000u})},
+      {E::kF16, bytes_of<std::uint16_t>({0x7BFF}), bytes_of<std::uint16_t>({0x7C00}),
+       bytes_of<std::uint16_t>({0xFC00})},
+      {E::kBf16, bytes_of<std::uint16_t>({0x7F7F}), bytes_of<std::uint16_t>({0x7F80}),
+       bytes_of<std::uint16_t>({0xFF80})},
+      {E::kF32, bytes_of<std::uint32_t>({0x7F7FFFFFu}), bytes_of<std::uint32_t>({0x7F800000u}),
+       bytes_of<std::uint32_t>({0xFF800000u})},
   };
   for (const auto& c : cases) {
     INFO(rt::element_type_name(c.type));
-    CHECK_FALSE(readback_diff(c.max, c.inf, c.type, CheckMode::ulp(1)));
-    const auto d = readback_diff(c.max, c.inf, c.type, CheckMode::ulp(0));
-    REQUIRE(d);
-    CHECK(d->ulp == 1u);
+    CHECK_FALSE(readback_diff(c.inf, c.inf, c.type, CheckMode::ulp(0)));
+    for (const auto& [e, a] : {std::pair{c.max, c.inf}, std::pair{c.inf, c.max}}) {
+      const auto d = readback_diff(e, a, c.type, huge);
+      REQUIRE(d);
+      CHECK_FALSE(d->ulp.has_value());
+      CHECK(d->max_ulp == 0);
+      CHECK(d->summary().ends_with("(an infinity against a finite number)"));
+    }
+    const auto opposite = readback_diff(c.inf, c.minus_inf, c.type, huge);
+    REQUIRE(opposite);
+    CHECK(opposite->summary().ends_with("(+inf against -inf)"));
   }
 }
 

@@ -2,6 +2,9 @@
 
 #include <array>
 #include <cstring>
+#include <optional>
+#include <string>
+#include <utility>
 
 #include "vtrace/replayer/readback_check.h"
 
@@ -64,4 +67,53 @@ TEST_CASE("a readback of another length is a mismatch", "[replayer]") {
   const std::array<std::uint8_t, 2> expected = {1, 2};
   const std::array<std::uint8_t, 1> actual = {1};
   CHECK(compare_readback(expected, actual, ElementType::kU8, CheckMode::ulp(5)).has_value());
+}
+
+TEST_CASE("a mismatch says NaN against a number only when one side is a NaN of a float type",
+          "[replayer]") {
+  const auto says_nan = [](const std::optional<vtrace::replayer::ReadbackDifference>& d) {
+    REQUIRE(d.has_value());
+    INFO(d->summary());
+    return d->summary().find("NaN") != std::string::npos;
+  };
+  // Integers: an i32 and a u8 element differ, no NaN anywhere.
+  const std::array<std::uint8_t, 4> two = {0x02, 0, 0, 0};
+  const std::array<std::uint8_t, 4> three = {0x03, 0, 0, 0};
+  for (const auto mode : {CheckMode::bits(), CheckMode::ulp(4)}) {
+    const auto i32 = compare_readback(two, three, ElementType::kI32, mode);
+    CHECK_FALSE(says_nan(i32));
+    CHECK(i32->summary().ends_with("expected 0x02, got 0x03"));
+    CHECK_FALSE(says_nan(compare_readback(two, three, ElementType::kU8, mode)));
+  }
+  // A length difference.
+  const std::array<std::uint8_t, 2> short_one = {0x02, 0};
+  const auto length = compare_readback(two, short_one, ElementType::kF16, CheckMode::bits());
+  CHECK_FALSE(says_nan(length));
+  CHECK(length->summary().ends_with("expected 4 bytes, got 2 bytes"));
+  // A region that is not whole elements is compared byte by byte.
+  const std::array<std::uint8_t, 3> odd_e = {0x00, 0x7E, 0x01};
+  const std::array<std::uint8_t, 3> odd_a = {0x00, 0x3C, 0x01};
+  CHECK_FALSE(says_nan(compare_readback(odd_e, odd_a, ElementType::kF16, CheckMode::bits())));
+  // Floats: a finite difference has its ULP; a NaN against a number says so, either way round.
+  const std::array<std::uint8_t, 2> one = {0x00, 0x3C}, nan = {0x00, 0x7E}, next = {0x01, 0x3C};
+  const auto finite = compare_readback(one, next, ElementType::kF16, CheckMode::bits());
+  CHECK_FALSE(says_nan(finite));
+  CHECK(finite->summary().ends_with("(1 ULP; max 1 ULP)"));
+  for (const auto& [e, a] : {std::pair{one, nan}, std::pair{nan, one}}) {
+    const auto d = compare_readback(e, a, ElementType::kF16, CheckMode::bits());
+    CHECK(says_nan(d));
+    CHECK(d->summary().ends_with("(NaN against a number)"));
+  }
+  const std::array<std::uint8_t, 4> f32_nan = {0x00, 0x00, 0xC0, 0x7F};
+  const std::array<std::uint8_t, 4> f32_one = {0x00, 0x00, 0x80, 0x3F};
+  CHECK(says_nan(compare_readback(f32_nan, f32_one, ElementType::kF32, CheckMode::ulp(9))));
+}
+
+TEST_CASE("ulp:N accepts an infinity against the same infinity only", "[replayer]") {
+  const std::array<std::uint8_t, 2> max = {0xFF, 0x7B}, inf = {0x00, 0x7C};
+  CHECK_FALSE(compare_readback(inf, inf, ElementType::kF16, CheckMode::ulp(0)));
+  const auto d = compare_readback(max, inf, ElementType::kF16, CheckMode::ulp(1));
+  REQUIRE(d.has_value());
+  CHECK_FALSE(d->ulp.has_value());
+  CHECK(d->summary().ends_with("(an infinity against a finite number)"));
 }

@@ -8,9 +8,12 @@
 //   tol:ATOL,RTOL   elements agree when |a - e| <= ATOL + RTOL * |e| (e the baseline's value), the
 //                   rule of torch.testing.assert_close; `tol` alone means its f16 defaults,
 //                   ATOL 1e-5 and RTOL 1e-3.
-// NaN and signed zero, in every mode (the rules of replay's ULP comparison, readback_check.h):
-// NaN agrees with NaN only (any payload, any sign); +0 and -0 are 0 ULP and 0 apart; infinities
-// agree with the same infinity only; subnormals are ordinary values.
+// NaN, infinities and signed zero under ulp:N and tol, and for the classes in every mode (the
+// rules of replay's `--check ulp:N`, readback_check.h): NaN agrees with NaN only (any payload,
+// any sign); +0 and -0 are 0 ULP and 0 apart; an infinity agrees with the same infinity only
+// (+inf against the largest finite value is nan_inf, not 1 ULP); subnormals are ordinary values.
+// Two NaNs of other payloads, or +0 and -0, are differing elements in every mode (their bits
+// differ, ElementStats::differing) with no error, and disagree under bits.
 //
 // Classes, from the best to the worst (the first that holds):
 //   bitwise           every byte equal;

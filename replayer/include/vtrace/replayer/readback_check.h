@@ -12,9 +12,11 @@
 //   - +0 and -0 are 0 ULP apart (both map to position 0);
 //   - NaN matches NaN only (any payload, any sign), and nothing else: NaN vs a number is a
 //     mismatch whatever N is;
-//   - infinities are ordinary positions one step beyond the largest finite value, so
-//     +inf vs +max is 1 ULP and +inf vs -inf is huge;
+//   - an infinity matches the same infinity only: +inf vs +max (or vs -inf) is a mismatch
+//     whatever N is (ulp_distance_* still place infinities one step beyond the largest finite
+//     value, so +inf vs +max is 1 position apart, but compare_readback does not accept it);
 //   - subnormals are ordinary positions (no flush to zero).
+// These are also the rules of `vtrace compare`'s ulp:N and tol checks (drift/numeric.h).
 //
 // Thread rules: pure functions and values.
 #pragma once
@@ -55,7 +57,12 @@ struct ReadbackDifference {
   std::uint64_t differing_elements = 0;
   std::string expected;                 // the first differing element, "0x3c00 (1.0)"
   std::string actual;
-  std::optional<std::uint64_t> ulp;     // its ULP distance when comparable; nullopt for NaN-vs-number
+  // Its ULP distance when comparable: nullopt for NaN or an infinity against another value, for
+  // integer types, for a region that is not whole elements and for a length difference.
+  std::optional<std::uint64_t> ulp;
+  // Why a floating element has no distance ("NaN against a number", "an infinity against a
+  // finite number", "+inf against -inf"); empty otherwise.
+  std::string why_not_comparable;
   std::uint64_t max_ulp = 0;            // largest finite distance over all elements
   std::string summary() const;          // one sentence
 };
