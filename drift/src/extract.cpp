@@ -39,11 +39,23 @@ bool same_region(const Region& a, const Region& b) {
          a.length_bytes == b.length_bytes;
 }
 
+// The window [first, last] in the half-open A:B notation of --events (B = last + 1).
+std::string window_text(const ExtractOptions& o) {
+  return fmt::format("{}:{}", o.first_event, o.last_event + 1);
+}
+
+// "a" or "an" before an event kind name.
+std::string_view article(std::string_view word) {
+  return !word.empty() &&
+                 std::string_view("AEIOUaeiou").find(word.front()) != std::string_view::npos
+             ? "an"
+             : "a";
+}
+
 // Why no command of [first, last] can be extracted.
 std::string nothing_to_extract(const rp::ReplayPlan& plan, const ExtractOptions& o) {
   if (o.first_event != o.last_event) {
-    return fmt::format("events {}:{} encode no command that a successful submit ran",
-                       o.first_event, o.last_event);
+    return fmt::format("events {} encode no command that a successful submit ran", window_text(o));
   }
   const auto& s = plan.steps()[o.first_event];
   static const std::set<std::string> encodes = {"EncodeCopy", "EncodeUpload", "EncodeZero",
@@ -53,9 +65,9 @@ std::string nothing_to_extract(const rp::ReplayPlan& plan, const ExtractOptions&
                        o.first_event, s.kind);
   }
   return fmt::format(
-      "event {} is a {}, not an encoded command: extract takes the event of an EncodeCopy, "
+      "event {} is {} {}, not an encoded command: extract takes the event of an EncodeCopy, "
       "EncodeUpload, EncodeZero or EncodeDenseLinear (`vtrace compare --deep` names them)",
-      o.first_event, s.kind);
+      o.first_event, article(s.kind), s.kind);
 }
 
 class Extraction {
@@ -211,8 +223,8 @@ class Extraction {
     recorder::RecorderOptions ro;
     ro.writer.zstd_level = options_.zstd_level;
     ro.workload_description =
-        fmt::format("vtrace extract of events {}:{} of {} on {}", options_.first_event,
-                    options_.last_event, trace_.filename().string(), options_.runtime);
+        fmt::format("vtrace extract of events {} of {} on {}", window_text(options_),
+                    trace_.filename().string(), options_.runtime);
     auto recording = recorder::RecordingRuntime::create(std::move(target->runtime),
                                                         options_.runtime, output, ro);
     if (!recording) {
@@ -365,8 +377,8 @@ std::expected<ExtractReport, rp::ReplayFailure> extract_commands(
     const std::filesystem::path& trace, const std::filesystem::path& output,
     const ExtractOptions& options, const rt::RuntimeRegistry& registry) {
   if (options.first_event > options.last_event) {
-    return usage(fmt::format("--events {}:{} is empty (the first event comes after the last)",
-                             options.first_event, options.last_event));
+    return usage(fmt::format("--events {} is empty (the first event comes after the last)",
+                             window_text(options)));
   }
   auto plan = rp::open_plan(trace);
   if (!plan) return Failure(plan.error());

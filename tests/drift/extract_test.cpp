@@ -15,6 +15,8 @@
 #include "trace_fixtures.h"
 #include "vtrace/drift/lockstep.h"
 #include "vtrace/runtime/forwarding_runtime.h"
+#include "vtrace/schema/events.h"
+#include "vtrace/schema/trace_reader.h"
 
 namespace dr = vtrace::drift;
 namespace rp = vtrace::replayer;
@@ -73,6 +75,15 @@ std::filesystem::path golden(const char* name) {
   return std::filesystem::path(VTRACE_SOURCE_DIR) / "traces" / name;
 }
 
+// The workload description in a trace's metadata ("" when it has none).
+std::string workload_of(const std::filesystem::path& trace) {
+  auto reader = vtrace::schema::TraceReader::open(trace);
+  REQUIRE(reader.has_value());
+  const auto* m = vtrace::schema::read_trace_metadata((*reader)->header().metadata);
+  REQUIRE(m != nullptr);
+  return m->workload_description() != nullptr ? m->workload_description()->str() : "";
+}
+
 std::string bytes_of(const std::filesystem::path& file) {
   std::ifstream in(file, std::ios::binary);
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
@@ -125,6 +136,10 @@ TEST_CASE(
     CHECK(json.contains(key));
   }
   CHECK(json["commands"][0]["event"] == event);
+  // The repro names its window in the half-open A:B notation of --events.
+  CHECK(workload_of(repro) == fmt::format("vtrace extract of events {}:{} of decode.vtrace on "
+                                          "reference",
+                                          event, event + 1));
 }
 
 TEST_CASE(
@@ -226,7 +241,15 @@ TEST_CASE("extract refuses what it cannot extract, in one sentence", "[drift]") 
   auto past = fails(plan->steps().size(), plan->steps().size(), "reference", out);
   CHECK(past.message.find("past the trace's last event") != std::string::npos);
   CHECK(fails(5, 3, "reference", out).message.find("is empty") != std::string::npos);
-  CHECK(fails(0, 1, "reference", out).message.find("encode no command") != std::string::npos);
+  // Windows are named as --events A:B names them: events A to B-1.
+  CHECK(fails(0, 1, "reference", out).message.find("events 0:2 encode no command") !=
+        std::string::npos);
+  CHECK(fails(5, 3, "reference", out).message.find("--events 5:4 is empty") != std::string::npos);
+  // "an" before a vowel (event 2 of tiny is an Admit), "a" otherwise (event 1, a StreamCreated).
+  REQUIRE(plan->steps()[2].kind == "Admit");
+  CHECK(fails(2, 2, "reference", out).message.find("event 2 is an Admit, ") != std::string::npos);
+  CHECK(fails(1, 1, "reference", out).message.find("event 1 is a StreamCreated, ") !=
+        std::string::npos);
   CHECK(fails(0, plan->steps().size() - 1, "no-such", out).kind ==
         rp::ReplayFailure::Kind::kRuntimeUnavailable);
   auto unwritable = fails(0, plan->steps().size() - 1, "reference", dir / "none" / "repro.vtrace");
