@@ -46,6 +46,15 @@ int run_compare(const CompareCommandOptions& o, const GlobalOptions& global) {
         fmt::format("--runtimes `{}` names an empty runtime (expected A,B[,C...])", o.runtimes));
     return kExitUsage;
   }
+  for (auto it = options.runtimes.begin(); it != options.runtimes.end(); ++it) {
+    if (std::find(options.runtimes.begin(), it, *it) != it) {
+      print_error(fmt::format(
+          "--runtimes `{}` names {} twice (name each runtime once; `vtrace replay --runtime {} "
+          "--repeat N` compares runs of one runtime)",
+          o.runtimes, *it, *it));
+      return kExitUsage;
+    }
+  }
   auto check = drift::parse_drift_check(o.check);
   if (!check) {
     print_error(fmt::format("--check `{}` is not one of bits, ulp:N, tol, tol:ATOL,RTOL", o.check));

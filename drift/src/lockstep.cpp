@@ -463,6 +463,19 @@ std::expected<CompareReport, rp::ReplayFailure> compare_trace(const std::filesys
         fmt::format("--runtimes needs at least two runtimes (the first is the baseline); got {}",
                     options.runtimes.size())});
   }
+  // The report keys each runtime's results by its label: two lanes of one label would merge.
+  for (std::size_t i = 0; i < options.runtimes.size(); ++i) {
+    const auto label = [&](std::size_t k) {
+      return k < options.labels.size() ? options.labels[k] : options.runtimes[k];
+    };
+    for (std::size_t k = 0; k < i; ++k) {
+      if (label(k) == label(i)) {
+        return std::unexpected(rp::ReplayFailure{
+            rp::ReplayFailure::Kind::kUsage,
+            fmt::format("--runtimes names {} twice (each runtime once)", label(i))});
+      }
+    }
+  }
   auto plan = rp::open_plan(trace);
   if (!plan) return std::unexpected(plan.error());
   std::vector<Lane> lanes;

@@ -529,6 +529,15 @@ TEST_CASE(
     CHECK(empty.code == 2);
     CHECK(empty.output.find("names an empty runtime") != std::string::npos);
   }
+  for (const char* list : {"cpu,cpu,reference", "reference,cpu,cpu", "cpu,reference,cpu"}) {
+    INFO(list);
+    auto twice = run_vtrace(fmt::format("compare {} --runtimes {}", golden("tiny"), list));
+    INFO(twice.output);
+    CHECK(twice.code == 2);
+    CHECK(twice.output.find(fmt::format("vtrace: --runtimes `{}` names cpu twice", list)) !=
+          std::string::npos);
+    CHECK(twice.output.find("verdict") == std::string::npos);
+  }
   CHECK(run_vtrace(fmt::format("compare {} --runtimes reference,cpu --check fuzzy", golden("tiny")))
             .code == 2);
   CHECK(run_vtrace(

@@ -275,6 +275,16 @@ TEST_CASE("compare refuses fewer than two runtimes, an unknown runtime and an un
   auto missing = dr::compare_trace("/nonexistent/x.vtrace", options, rt::default_registry());
   REQUIRE_FALSE(missing.has_value());
   CHECK(missing.error().kind == rp::ReplayFailure::Kind::kTrace);
+  // A runtime named twice: the report keys results by runtime, one answer would be lost.
+  options.runtimes = {"cpu", "cpu", "reference"};
+  auto twice = dr::compare_trace(golden("tiny.vtrace"), options, rt::default_registry());
+  REQUIRE_FALSE(twice.has_value());
+  CHECK(twice.error().kind == rp::ReplayFailure::Kind::kUsage);
+  CHECK(twice.error().message.find("names cpu twice") != std::string::npos);
+  // Labels tell runs of one runtime apart (replay --repeat).
+  options.runtimes = {"cpu", "cpu"};
+  options.labels = {"cpu#1", "cpu#2"};
+  CHECK(dr::compare_trace(golden("tiny.vtrace"), options, rt::default_registry()).has_value());
 }
 
 TEST_CASE(
