@@ -83,6 +83,7 @@ int run_compare(const CompareCommandOptions& o, const GlobalOptions& global) {
     }
     return kExitUsage;
   }
+  warn_incomplete(*report, "compare");
   std::string reproduce =
       shell_command({"vtrace", "compare", o.trace, "--runtimes", o.runtimes, "--check", o.check});
   if (o.deep) reproduce += " --deep";

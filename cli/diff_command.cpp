@@ -35,6 +35,7 @@ int run_diff(const DiffCommandOptions& o, const GlobalOptions& global) {
     print_error(report.error().message);
     return kExitUsage;
   }
+  warn_incomplete(*report, "diff");
   const std::string reproduce = shell_command({"vtrace", "diff", o.a, o.b, "--check", o.check});
   if (!global.quiet || !report->matched()) print_drift_report(*report, reproduce);
   std::fflush(stdout);

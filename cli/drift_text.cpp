@@ -6,6 +6,8 @@
 
 #include <algorithm>
 
+#include "cli_support.h"
+
 namespace vtrace::cli {
 
 namespace {
@@ -112,7 +114,36 @@ void print_drift_report(const drift::CompareReport& r, const std::string& reprod
     fmt::print("note: {} answers differ from the recording (see --json `vs_recording`)\n",
                vs_recording);
   }
-  fmt::print("verdict: {}\n", r.verdict());
+  std::string incomplete;
+  if (!r.complete())
+    incomplete = fmt::format(" (incomplete trace: {} recovered events compared)", r.events);
+  fmt::print("verdict: {}{}\n", r.verdict(), incomplete);
+}
+
+void warn_recovered(const drift::RecoveredTrace& t, std::string_view command) {
+  print_warning(about_file(
+      t.path, fmt::format("{}; {} uses {} recovered events", t.recovery.note, command, t.events)));
+  if (t.recovery.stopped_at) {
+    const auto at = *t.recovery.stopped_at;
+    print_warning(about_file(
+        t.path, fmt::format("{} stops before event {} because {}; the {} events before it are used",
+                            command, at, t.recovery.stop_reason, at)));
+  }
+}
+
+void warn_incomplete(const drift::CompareReport& report, std::string_view command) {
+  for (const auto& r : report.recovered) {
+    if (r) warn_recovered(*r, command);
+  }
+  const auto& trace = report.recovered.empty() || !report.recovered.front()
+                          ? report.trace
+                          : report.recovered.front()->path;
+  for (const std::uint64_t begin : report.unfinished_submits) {
+    print_warning(about_file(
+        trace, fmt::format("event {} (SubmitBegin) has no SubmitEnd (the recording ended inside "
+                           "this submit): the submit was re-executed, its outcome not compared",
+                           begin)));
+  }
 }
 
 }  // namespace vtrace::cli

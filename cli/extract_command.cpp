@@ -4,6 +4,7 @@
 
 #include "cli_support.h"
 #include "commands.h"
+#include "drift_text.h"
 #include "runtime_flags.h"
 #include "vtrace/drift/extract.h"
 
@@ -87,6 +88,7 @@ int run_extract(const ExtractCommandOptions& o, const GlobalOptions& global) {
     }
     return kExitUsage;
   }
+  if (report->recovered) warn_recovered(*report->recovered, "extract");
   if (!global.quiet) print_extract_report(*report);
   if (!report->reproduces_baseline) {
     print_warning(fmt::format("{} was written, but it does not reproduce {}: {}", report->output,

@@ -22,6 +22,7 @@ std::expected<CompareReport, rp::ReplayFailure> diff_traces(const std::filesyste
   report.trace = fmt::format("{} vs {}", a.string(), b.string());
   report.runtimes = {label_a, label_b};
   report.check = check.to_string();
+  report.recovered = {recovered_trace(a, *plan_a), recovered_trace(b, *plan_b)};
   const auto& sa = plan_a->steps();
   const auto& sb = plan_b->steps();
   std::uint64_t order = 0;

@@ -232,6 +232,7 @@ class Extraction {
     }
     ExtractReport report;
     report.trace = trace_.string();
+    report.recovered = recovered_trace(trace_, plan_);
     report.output = output.string();
     report.runtime = options_.runtime;
     std::string why;
@@ -370,7 +371,9 @@ nlohmann::json ExtractReport::to_json() const {
           {"uploaded_bytes", uploaded_bytes},
           {"readbacks", readbacks},
           {"reproduces_baseline", reproduces_baseline},
-          {"difference", difference.empty() ? nlohmann::json(nullptr) : nlohmann::json(difference)}};
+          {"difference", difference.empty() ? nlohmann::json(nullptr) : nlohmann::json(difference)},
+          {"complete", !recovered.has_value()},
+          {"recovery", recovered ? recovered->to_json() : nlohmann::json(nullptr)}};
 }
 
 std::expected<ExtractReport, rp::ReplayFailure> extract_commands(

@@ -382,7 +382,32 @@ nlohmann::json structural_json(const std::vector<StructuralDifference>& list) {
   return out;
 }
 
+nlohmann::json recovery_json(const std::optional<RecoveredTrace>& r) {
+  return r ? r->to_json() : nlohmann::json(nullptr);
+}
+
 }  // namespace
+
+nlohmann::json RecoveredTrace::to_json() const {
+  const auto& x = recovery;
+  return {{"note", x.note},
+          {"events_recovered", x.events_recovered},
+          {"cut_offset", x.cut_offset},
+          {"file_bytes", x.file_bytes},
+          {"stopped_at", x.stopped_at ? nlohmann::json(*x.stopped_at) : nlohmann::json(nullptr)},
+          {"stop_reason", x.stop_reason}};
+}
+
+std::optional<RecoveredTrace> recovered_trace(const std::filesystem::path& path,
+                                              const rp::ReplayPlan& plan) {
+  if (plan.trace_complete()) return std::nullopt;
+  return RecoveredTrace{path.string(), plan.steps().size(), plan.recovery()};
+}
+
+bool CompareReport::complete() const {
+  return std::none_of(recovered.begin(), recovered.end(),
+                      [](const std::optional<RecoveredTrace>& r) { return r.has_value(); });
+}
 
 const CommandComparison* CompareReport::command_of(const FirstDivergence& divergence) const {
   if (!divergence.order) return nullptr;
@@ -436,22 +461,36 @@ nlohmann::json CompareReport::to_json() const {
             {"runtime", f.runtime},
             {"class", drift_class_name(f.cls)}};
   };
-  return {{"trace", trace},
-          {"runtimes", runtimes},
-          {"check", check},
-          {"deep", deep},
-          {"resync", resync},
-          {"events", events},
-          {"commands_compared", commands.size()},
-          {"first_divergence", divergence_json(first_divergence)},
-          {"first_introduced", divergence_json(first_introduced)},
-          {"commands", commands_json},
-          {"structural", structural_json(structural)},
-          {"vs_recording", structural_json(vs_recording)},
-          {"deep_regions_skipped", deep_regions_skipped},
-          {"deep_regions_overwritten", deep_regions_overwritten},
-          {"batches_after_submit", batches_after_submit},
-          {"verdict", verdict()}};
+  // compare: replay's `recovery` object (or null); diff: one per trace, keyed by its label.
+  nlohmann::json recovery = nullptr;
+  if (recovered.size() == 1) {
+    recovery = recovery_json(recovered.front());
+  } else if (!complete()) {
+    recovery = nlohmann::json::object();
+    for (std::size_t i = 0; i < recovered.size(); ++i) {
+      recovery[i < runtimes.size() ? runtimes[i] : std::to_string(i)] = recovery_json(recovered[i]);
+    }
+  }
+  nlohmann::json out = {{"trace", trace},
+                        {"runtimes", runtimes},
+                        {"check", check},
+                        {"deep", deep},
+                        {"resync", resync},
+                        {"events", events},
+                        {"commands_compared", commands.size()},
+                        {"first_divergence", divergence_json(first_divergence)},
+                        {"first_introduced", divergence_json(first_introduced)},
+                        {"commands", commands_json},
+                        {"structural", structural_json(structural)},
+                        {"vs_recording", structural_json(vs_recording)},
+                        {"deep_regions_skipped", deep_regions_skipped},
+                        {"deep_regions_overwritten", deep_regions_overwritten},
+                        {"batches_after_submit", batches_after_submit},
+                        {"verdict", verdict()},
+                        {"complete", complete()},
+                        {"recovery", recovery}};
+  if (recovered.size() == 1) out["unfinished_submits"] = unfinished_submits;
+  return out;
 }
 
 std::expected<CompareReport, rp::ReplayFailure> compare_trace(const std::filesystem::path& trace,
@@ -495,6 +534,8 @@ std::expected<CompareReport, rp::ReplayFailure> compare_trace(const std::filesys
   report.check = options.check.to_string();
   report.deep = options.deep || options.resync;
   report.resync = options.resync;
+  report.recovered.push_back(recovered_trace(trace, *plan));
+  report.unfinished_submits = plan->unfinished_submits();
   Lockstep(*plan, lanes, options, report).run();
   // A submit the recording never saw end (a recovered trace) finishes before its objects go.
   for (const std::uint64_t begin : plan->unfinished_submits()) {

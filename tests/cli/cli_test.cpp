@@ -314,6 +314,66 @@ TEST_CASE("vtrace replay of a recovered trace warns, replays what was recovered 
   CHECK(run_vtrace(fmt::format("verify {}", cut)).code == 1);
 }
 
+TEST_CASE(
+    "vtrace compare, diff and extract of a recovered trace warn as replay does and say so in "
+    "their JSON",
+    "[cli]") {
+  vtrace::test::ScratchDir dir("cli-recovered-drift");
+  const auto cut = half_of_decode_short(dir);
+  const auto warning = fmt::format("vtrace: warning: {} has no footer", cut);
+  const auto json_of = [&](const char* name) {
+    std::ifstream in(dir / name);
+    return nlohmann::json::parse(in);
+  };
+  const auto check_recovery = [](const nlohmann::json& recovery) {
+    REQUIRE(recovery.is_object());
+    for (const char* key : {"note", "events_recovered", "cut_offset", "file_bytes", "stopped_at",
+                            "stop_reason"}) {
+      INFO(key);
+      CHECK(recovery.contains(key));
+    }
+  };
+  // compare: the warning even with --quiet, the verdict qualified, `complete` and `recovery`.
+  auto compare = run_vtrace(fmt::format("--quiet compare {} --runtimes reference,cpu --json {}",
+                                        cut, (dir / "c.json").string()));
+  INFO(compare.output);
+  CHECK(compare.code == 0);
+  CHECK(compare.output.find(warning) != std::string::npos);
+  CHECK(compare.output.find("compare uses") != std::string::npos);
+  const auto c = json_of("c.json");
+  CHECK(c["complete"] == false);
+  check_recovery(c["recovery"]);
+  CHECK(c["unfinished_submits"].is_array());
+  auto verbose = run_vtrace(fmt::format("compare {} --runtimes reference,cpu", cut));
+  CHECK(verbose.output.find("verdict: match (incomplete trace: ") != std::string::npos);
+  // A complete trace: no warning, complete, no recovery.
+  auto whole = run_vtrace(fmt::format("compare {} --runtimes reference,cpu --json {}",
+                                      golden("decode-short"), (dir / "w.json").string()));
+  CHECK(whole.output.find("warning") == std::string::npos);
+  CHECK(json_of("w.json")["complete"] == true);
+  CHECK(json_of("w.json")["recovery"].is_null());
+  // diff: the cut trace as `a`, the whole one as `b`.
+  auto diff = run_vtrace(fmt::format("--quiet diff {} {} --json {}", cut, golden("decode-short"),
+                                     (dir / "d.json").string()));
+  INFO(diff.output);
+  CHECK(diff.code == 1);  // b has more events
+  CHECK(diff.output.find(warning) != std::string::npos);
+  const auto d = json_of("d.json");
+  CHECK(d["complete"] == false);
+  check_recovery(d["recovery"]["a"]);
+  CHECK(d["recovery"]["b"].is_null());
+  // extract of a command the cut trace still holds.
+  const auto upload = vtrace::test::first_event_of_kind(golden("decode-short"), "EncodeUpload");
+  auto extract = run_vtrace(fmt::format("--quiet extract {} --event {} -o {} --json {}", cut, upload,
+                                        (dir / "x.vtrace").string(), (dir / "x.json").string()));
+  INFO(extract.output);
+  CHECK(extract.code == 0);
+  CHECK(extract.output.find(warning) != std::string::npos);
+  CHECK(extract.output.find("extract uses") != std::string::npos);
+  CHECK(json_of("x.json")["complete"] == false);
+  check_recovery(json_of("x.json")["recovery"]);
+}
+
 TEST_CASE("vtrace replay --json on a mismatch writes the first mismatch and the verdict", "[cli]") {
   vtrace::test::ScratchDir dir("cli-json-mismatch");
   vtrace::test::record_workload(vtrace::test::small_decode_spec(), dir / "decode.vtrace");

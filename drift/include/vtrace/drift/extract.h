@@ -39,6 +39,7 @@
 #include <string>
 #include <vector>
 
+#include "vtrace/drift/lockstep.h"
 #include "vtrace/replayer/replay_trace.h"
 #include "vtrace/runtime/registry.h"
 
@@ -80,6 +81,8 @@ struct ExtractReport {
   // Every readback of the repro equals what the baseline computed in the original run.
   bool reproduces_baseline = true;
   std::string difference;  // when not: which region differs
+  // The source trace when the reader recovered it (no footer): only its recovered events exist.
+  std::optional<RecoveredTrace> recovered;
 
   // Stable keys (docs/CLI.md, `vtrace extract --json`).
   nlohmann::json to_json() const;

@@ -48,6 +48,7 @@
 #include <vector>
 
 #include "vtrace/drift/numeric.h"
+#include "vtrace/replayer/replay_plan.h"
 #include "vtrace/replayer/replay_trace.h"
 #include "vtrace/runtime/registry.h"
 
@@ -121,6 +122,17 @@ struct FirstDivergence {
   DriftClass cls = DriftClass::kDrift;
 };
 
+// An input trace recovered by the reader (no footer: a cut or crashed recording): only its
+// recovered events are compared, as `vtrace replay` replays them (replay_plan.h).
+struct RecoveredTrace {
+  std::string path;
+  std::uint64_t events = 0;  // events in its plan (those compared)
+  replayer::PlanRecovery recovery;
+  // Replay's `recovery` object: note, events_recovered, cut_offset, file_bytes, stopped_at,
+  // stop_reason.
+  nlohmann::json to_json() const;
+};
+
 struct CompareReport {
   std::string trace;
   std::vector<std::string> runtimes;
@@ -137,6 +149,14 @@ struct CompareReport {
   std::optional<FirstDivergence> first_divergence;
   // --resync: the first command whose introduced error disagrees under the check.
   std::optional<FirstDivergence> first_introduced;
+  // Per input trace (compare: the trace; diff: a, then b): nullopt when it is complete.
+  std::vector<std::optional<RecoveredTrace>> recovered;
+  // compare: SubmitBegin events with no SubmitEnd (a recovered trace; re-executed, their
+  // outcome not compared).
+  std::vector<std::uint64_t> unfinished_submits;
+
+  // Every input trace has its footer.
+  bool complete() const;
 
   // The compared command (region) a FirstDivergence names, or nullptr (a structural one).
   const CommandComparison* command_of(const FirstDivergence& divergence) const;
@@ -147,6 +167,10 @@ struct CompareReport {
   // Stable keys (docs/CLI.md, `vtrace compare --json`).
   nlohmann::json to_json() const;
 };
+
+// `path`'s RecoveredTrace when `plan` is of a recovered trace; nullopt when it is complete.
+std::optional<RecoveredTrace> recovered_trace(const std::filesystem::path& path,
+                                              const replayer::ReplayPlan& plan);
 
 std::expected<CompareReport, replayer::ReplayFailure> compare_trace(
     const std::filesystem::path& trace, const CompareOptions& options,
