@@ -132,6 +132,15 @@ void BM_CudaDenseLinear(benchmark::State& state, Kernel kernel) {
     ops.push_back(std::make_unique<DeviceOperands>(rows, in, out));
     failure = ops.back()->failure;
   }
+  const vtrace::runtime::cuda::CublasApi* cublas = nullptr;
+  if (failure.empty() && kernel == Kernel::kCublas) {
+    const auto loaded = vtrace::runtime::cuda::load_cublas();
+    if (loaded) {
+      cublas = *loaded;
+    } else {
+      failure = loaded.error();
+    }
+  }
   cublasHandle_t handle = nullptr;
   cudaStream_t stream = nullptr;
   cudaEvent_t start = nullptr;
@@ -144,7 +153,7 @@ void BM_CudaDenseLinear(benchmark::State& state, Kernel kernel) {
     failure = "cudaEventCreate failed";
   }
   if (failure.empty() && kernel == Kernel::kCublas &&
-      cublasCreate(&handle) != CUBLAS_STATUS_SUCCESS) {
+      cublas->create(&handle) != CUBLAS_STATUS_SUCCESS) {
     failure = "cublasCreate failed";
   }
   const auto launch = [&](const DeviceOperands& o) -> bool {
@@ -153,8 +162,8 @@ void BM_CudaDenseLinear(benchmark::State& state, Kernel kernel) {
                  o.input, o.weight, o.output, rows, in, out, stream) == cudaSuccess;
     }
     return vtrace::runtime::cuda::cublas_dense_linear(
-               handle, o.input, o.weight, o.output, static_cast<int>(rows), static_cast<int>(in),
-               static_cast<int>(out), stream) == CUBLAS_STATUS_SUCCESS;
+               *cublas, handle, o.input, o.weight, o.output, static_cast<int>(rows),
+               static_cast<int>(in), static_cast<int>(out), stream) == CUBLAS_STATUS_SUCCESS;
   };
   const auto launch_all = [&]() {
     for (const auto& o : ops) {
@@ -204,7 +213,7 @@ void BM_CudaDenseLinear(benchmark::State& state, Kernel kernel) {
   state.SetLabel(kernel == Kernel::kStrict ? "strict, operands from HBM"
                                            : "cublas, operands from HBM");
   ops.clear();
-  if (handle != nullptr) cublasDestroy(handle);
+  if (handle != nullptr) cublas->destroy(handle);
   if (start != nullptr) cudaEventDestroy(start);
   if (stop != nullptr) cudaEventDestroy(stop);
   if (stream != nullptr) cudaStreamDestroy(stream);

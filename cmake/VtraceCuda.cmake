@@ -38,7 +38,7 @@ if(NOT VTRACE_CUDA STREQUAL "OFF")
     if(CUDAToolkit_FOUND AND TARGET CUDA::cublas AND TARGET CUDA::cudart_static)
       set(VTRACE_HAVE_CUDA ON)
       # vtrace.pc's Libs after -lvtrace_runtime (cmake/vtrace.pc.in).
-      set(VTRACE_PC_CUDA_LIBS "-lvtrace_runtime_cuda -l:libvtrace_runtime.a -L${CUDAToolkit_LIBRARY_DIR} -lcudart_static -lcublas -ldl -lrt ")
+      set(VTRACE_PC_CUDA_LIBS "-lvtrace_runtime_cuda -l:libvtrace_runtime.a -L${CUDAToolkit_LIBRARY_DIR} -lcudart_static -ldl -lrt ")
     endif()
   endif()
   if(NOT VTRACE_HAVE_CUDA)

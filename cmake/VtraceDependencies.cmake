@@ -5,7 +5,7 @@
 #   Threads, fmt 9, nlohmann_json 3, FlatBuffers 2.0.8 (exactly)   their CMake packages
 #   zstd    its CMake package when it has one (zstd::libzstd_shared), else pkg-config's libzstd
 #   xxhash  xxhash.h and libxxhash (Debian ships no CMake package for it)
-#   CUDAToolkit (cudart, cuBLAS) for a package built with the CUDA runtimes (VTRACE_HAVE_CUDA; the
+#   CUDAToolkit (cudart; cuBLAS is loaded at run time) for a package built with the CUDA runtimes (VTRACE_HAVE_CUDA; the
 #           build itself finds it in cmake/VtraceCuda.cmake)
 # The libraries link two imported targets defined here, whichever way zstd and xxhash were found,
 # so the exported link interface names the same targets on every machine:

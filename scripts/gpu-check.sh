@@ -7,7 +7,8 @@
 #                                vtrace_bench, and in carry/lib the non-system shared libraries
 #                                they need); checks its size (at most 64 MiB) and, with ldd, that
 #                                every shared library needed is glibc's, libstdc++/libgcc, CUDA's
-#                                (cudart, cuBLAS) or one carried in carry/lib. Exit 0 or 1.
+#                                (cudart) or one carried in carry/lib; cuBLAS, loaded at run time,
+#                                is named in carry/cublas-soname. Exit 0 or 1.
 #   scripts/gpu-check.sh run     there (the GPU machine: CUDA 13, no -dev packages, no network),
 #                                from the repository root with build-gpu/carry carried: checks up
 #                                front that a CUDA device is usable (else exit 4 with one
@@ -93,6 +94,14 @@ build_step() {
   mkdir -p "$carry/lib"
   cp "$build/cli/vtrace" "$build/tests/runtime/runtime_conformance_test" "$build/bench/vtrace_bench" "$carry/"
   strip "$carry/vtrace" "$carry/runtime_conformance_test" "$carry/vtrace_bench"
+  # cuBLAS is loaded when cuda-cublas opens (dlopen), not linked: the run step makes sure the
+  # loader can find the library of this toolkit's major version.
+  local nvcc include major
+  nvcc=$(awk -F= '/^CMAKE_CUDA_COMPILER:[A-Z]*=/ { print $2; exit }' "$build/CMakeCache.txt")
+  include=$(dirname "$(dirname "$(readlink -f "$nvcc")")")/include
+  major=$(awk '/^#define CUBLAS_VER_MAJOR/ { print $3; exit }' "$include/cublas_api.h" 2>/dev/null)
+  [ -n "$major" ] || die "no CUBLAS_VER_MAJOR in $include/cublas_api.h (the toolkit of $nvcc)"
+  echo "libcublas.so.$major" >"$carry/cublas-soname"
   local binary name path bad=()
   for binary in "$carry/vtrace" "$carry/runtime_conformance_test" "$carry/vtrace_bench"; do
     echo "$(basename "$binary") needs:"
@@ -263,24 +272,33 @@ run_step() {
   : >"$out/summary.txt"
   export LD_LIBRARY_PATH="$PWD/$carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   # cuBLAS where the CUDA toolkit keeps it, last, for a machine whose loader is not told of it
-  # (the binaries need libcublas.so.13 and would not start at all).
+  # (cuda-cublas loads libcublas.so.<major> when it opens, and would be unavailable).
   local dir
   for dir in /usr/local/cuda/lib64 /usr/local/cuda/lib /usr/local/cuda/targets/x86_64-linux/lib; do
     [ -d "$dir" ] && LD_LIBRARY_PATH+=":$dir"
   done
   # Still not found (a CUDA installed elsewhere, or only as Python wheels): the first
   # libcuBLAS of the carried binaries' version anywhere on this file system, said in the summary.
-  local missing found
-  if [ -z "${VTRACE_GPU_CHECK_BIN:-}" ] &&
-    missing=$(ldd "$carry/vtrace" 2>/dev/null | awk '$3 == "not" && $1 ~ /^libcublas/ { print $1; exit }') &&
-    [ -n "$missing" ]; then
+  local missing="" found
+  if [ -z "${VTRACE_GPU_CHECK_BIN:-}" ] && [ -s "$carry/cublas-soname" ]; then
+    missing=$(cat "$carry/cublas-soname")
+    # Where the loader would look: LD_LIBRARY_PATH, then ld.so.cache's entries (which may name a
+    # file that is gone).
+    local candidates
+    candidates=$(for dir in ${LD_LIBRARY_PATH//:/ }; do echo "$dir/$missing"; done
+      ldconfig -p 2>/dev/null | awk -v n="$missing" '$1 == n { print $NF }')
+    while read -r found; do
+      [ -n "$found" ] && [ -e "$found" ] && missing="" && break
+    done <<<"$candidates"
+  fi
+  if [ -n "$missing" ]; then
     found=$(timeout 60 find / \( -path /proc -o -path /sys -o -path /dev \) -prune -o \
       -name "$missing" \( -type f -o -type l \) -print 2>/dev/null | head -1)
     if [ -n "$found" ]; then
       LD_LIBRARY_PATH+=":$(dirname "$found")"
       echo "gpu-check run: $missing found at $found, outside the loader's paths" | tee -a "$out/summary.txt"
     else
-      echo "gpu-check run: $missing is nowhere on this machine: the carried binaries cannot start" | tee -a "$out/summary.txt"
+      echo "gpu-check run: $missing is nowhere on this machine: cuda-cublas will be unavailable" | tee -a "$out/summary.txt"
     fi
   fi
   export VTRACE_TEST_DATA_DIR="$PWD/tests/data"

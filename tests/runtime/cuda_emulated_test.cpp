@@ -191,6 +191,11 @@ TEST_CASE("opening fails with one sentence naming the CUDA call, and leaves noth
        "cuda: CUDA device 0 cannot be queried (cudaGetDeviceProperties: invalid argument)"},
       {"cudaStreamCreateWithFlags", cudaErrorMemoryAllocation, CudaDenseLinear::kStrict,
        "cuda: a CUDA stream cannot be created (cudaStreamCreateWithFlags: out of memory)"},
+      // A machine without cuBLAS: vtrace starts (cuBLAS is loaded, not linked); cuda-cublas is
+      // unavailable.
+      {"load_cublas", 1, CudaDenseLinear::kCublas,
+       "cuda-cublas: cuBLAS cannot be loaded (libcublas.so.13: cannot open shared object file: No "
+       "such file or directory; nor from the emulator)"},
       {"cublasCreate", CUBLAS_STATUS_NOT_INITIALIZED, CudaDenseLinear::kCublas,
        "cuda-cublas: cuBLAS cannot start (cublasCreate: the library was not initialized)"},
   };

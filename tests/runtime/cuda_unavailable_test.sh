@@ -9,6 +9,14 @@ set -uo pipefail
 vtrace=$1
 trace=$2
 have_cuda=$3
+# cuBLAS is loaded when cuda-cublas opens, never linked: the binary starts on a machine without it.
+if [ "$have_cuda" = ON ] && command -v readelf >/dev/null; then
+  if readelf -d "$vtrace" | grep -q 'NEEDED.*libcublas'; then
+    echo "FAIL: $vtrace needs libcublas at start (readelf -d): it would not start without cuBLAS"
+    exit 1
+  fi
+  echo "ok: $vtrace does not need libcublas to start"
+fi
 for runtime in cuda cuda-cublas; do
   err=$("$vtrace" replay "$trace" --runtime "$runtime" 2>&1 >/dev/null)
   rc=$?

@@ -52,8 +52,8 @@ std::string cuda_failure(std::string_view call, cudaError_t status) {
   return std::string(call) + ": " + cudaGetErrorString(status);
 }
 
-std::string cublas_failure(std::string_view call, cublasStatus_t status) {
-  return std::string(call) + ": " + cublasGetStatusString(status);
+std::string cublas_failure(const CublasApi& api, std::string_view call, cublasStatus_t status) {
+  return std::string(call) + ": " + api.status_string(status);
 }
 
 // One cudaMalloc allocation, shared by the buffer and every command region on it.
@@ -178,7 +178,7 @@ class CudaRuntime final : public DeviceRuntime {
   ~CudaRuntime() override {
     (void)cudaDeviceSynchronize();
     last_batch_.reset();
-    if (cublas_ != nullptr) (void)cublasDestroy(cublas_);
+    if (cublas_ != nullptr) (void)cublas_api_->destroy(cublas_);
     if (service_stream_ != nullptr) (void)cudaStreamDestroy(service_stream_);
   }
 
@@ -276,7 +276,8 @@ class CudaRuntime final : public DeviceRuntime {
   std::shared_ptr<RuntimeCounters> counters_ = std::make_shared<RuntimeCounters>();
   cudaStream_t service_stream_ = nullptr;  // zero fill of new allocations
   std::mutex service_mutex_;
-  cublasHandle_t cublas_ = nullptr;  // cuda-cublas only; used under submit_mutex_
+  const CublasApi* cublas_api_ = nullptr;  // cuda-cublas only: the loaded library
+  cublasHandle_t cublas_ = nullptr;        // cuda-cublas only; used under submit_mutex_
   // Serializes submits and readbacks: the order of batches across streams, the cuBLAS handle.
   std::mutex submit_mutex_;
   std::shared_ptr<Event> last_batch_;
@@ -361,11 +362,15 @@ Result<std::unique_ptr<DeviceRuntime>> CudaRuntime::open(CudaDenseLinear dense_l
                        cuda_failure("cudaStreamCreateWithFlags", status) + ")");
   }
   if (dense_linear == CudaDenseLinear::kCublas) {
-    if (const cublasStatus_t status = cublasCreate(&runtime->cublas_);
+    const auto api = load_cublas();
+    if (!api) return unavailable(api.error());
+    if (const cublasStatus_t status = (*api)->create(&runtime->cublas_);
         status != CUBLAS_STATUS_SUCCESS) {
       runtime->cublas_ = nullptr;
-      return unavailable("cuBLAS cannot start (" + cublas_failure("cublasCreate", status) + ")");
+      return unavailable("cuBLAS cannot start (" + cublas_failure(**api, "cublasCreate", status) +
+                         ")");
     }
+    runtime->cublas_api_ = *api;
   }
   return std::unique_ptr<DeviceRuntime>(std::move(runtime));
 }
@@ -513,9 +518,11 @@ std::optional<RuntimeError> CudaRuntime::run_cublas(const std::uint8_t* input,
                                                     cudaStream_t stream) {
   // encode_dense_linear refused dimensions past int.
   const cublasStatus_t status = cublas_dense_linear(
-      cublas_, input, weight, output, static_cast<int>(shape.rows),
+      *cublas_api_, cublas_, input, weight, output, static_cast<int>(shape.rows),
       static_cast<int>(shape.in_features), static_cast<int>(shape.out_features), stream);
-  if (status != CUBLAS_STATUS_SUCCESS) return internal(cublas_failure("cublasGemmEx", status));
+  if (status != CUBLAS_STATUS_SUCCESS) {
+    return internal(cublas_failure(*cublas_api_, "cublasGemmEx", status));
+  }
   return std::nullopt;
 }
 

@@ -1,14 +1,17 @@
-// The emulated cuBLAS subset and strict-kernel launch (cuda_emulator.h): both enqueue host
-// arithmetic on the stream they are given.
+// The emulated cuBLAS subset, its loader and the strict-kernel launch (cuda_emulator.h): the
+// calls enqueue host arithmetic on the stream they are given.
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
 #include <cstring>
+#include <expected>
 #include <mutex>
 #include <set>
 #include <span>
+#include <string>
 #include <vector>
 
+#include "cublas_linear.h"
 #include "cuda_emulator.h"
 #include "emulator_internal.h"
 #include "kernels.h"
@@ -190,6 +193,23 @@ cublasStatus_t cublasGemmEx(cublasHandle_t handle, cublasOperation_t transa,
 }
 
 }  // extern "C"
+
+namespace vtrace::runtime::cuda {
+
+std::expected<const CublasApi*, std::string> load_cublas() {
+  // The emulated cuBLAS above, as cublas_loader.cpp would find the real one; a test plans a
+  // library that cannot be loaded. Unlike the real loader, asked again at every open.
+  if (emu::detail::planned_failure("load_cublas") != 0) {
+    return std::unexpected(std::string(
+        "cuBLAS cannot be loaded (libcublas.so.13: cannot open shared object file: No such file "
+        "or directory; nor from the emulator)"));
+  }
+  static const CublasApi api{&cublasCreate_v2, &cublasDestroy_v2, &cublasSetStream_v2,
+                             &cublasGemmEx, &cublasGetStatusString};
+  return &api;
+}
+
+}  // namespace vtrace::runtime::cuda
 
 namespace vtrace::runtime::cuda::kernels {
 

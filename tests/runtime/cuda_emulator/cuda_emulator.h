@@ -4,10 +4,12 @@
 // the failure paths no GPU shows on demand (tests/runtime/cuda_emulated_test.cpp).
 //
 // What it is: definitions of the cudart and cuBLAS functions (the toolkit's own headers declare
-//   them) and of kernels::launch_strict_dense_linear, linked into runtime_cuda_emulated_test,
-//   vtrace_cuda_emulated and vtrace_bench_cuda_emulated in place of libcudart_static, libcublas
-//   and kernels.cu (tests/runtime/CMakeLists.txt says how). cudaEventElapsedTime answers the
-//   host time between two records: the benchmark's code runs, its times mean nothing.
+//   them), of load_cublas (cublas_linear.h: the table of those cuBLAS functions, where the real
+//   build loads libcublas) and of kernels::launch_strict_dense_linear, linked into
+//   runtime_cuda_emulated_test, vtrace_cuda_emulated and vtrace_bench_cuda_emulated in place of
+//   libcudart_static, cublas_loader.cpp and kernels.cu (tests/runtime/CMakeLists.txt says how).
+//   cudaEventElapsedTime answers the host time between two records: the benchmark's code runs,
+//   its times mean nothing.
 //   "Device memory" is host memory the emulator tracks; each stream is a worker thread that runs
 //   its operations in order, so work really runs after the call that enqueued it, and an event
 //   is really Pending until its stream reaches it.
@@ -47,7 +49,8 @@ void reset();
 // The `nth` call (1 = the next one) of `function` from now on returns `status` and does nothing
 // else; `function` is the API name as linked ("cudaMemcpyAsync", "cublasGemmEx",
 // "launch_strict_dense_linear" for the strict kernel's launch, "check_kernel_image" for the
-// strict kernels' image check at open). `status` is a cudaError_t, or a
+// strict kernels' image check at open, "load_cublas" for loading cuBLAS at cuda-cublas's open:
+// any nonzero status is a library that cannot be loaded). `status` is a cudaError_t, or a
 // cublasStatus_t for the cublas functions. Several plans may be pending at once.
 void fail_call(std::string_view function, int nth, int status);
 
