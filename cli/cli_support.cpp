@@ -107,6 +107,20 @@ void print_warning(std::string_view message) {
                message.data());
 }
 
+std::string printable(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte < 0x20 || byte == 0x7F) {
+      out += fmt::format("\\x{:02X}", byte);
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 std::string about_file(std::string_view file, std::string_view message) {
   if (!file.empty() && message.find(file) != std::string_view::npos) return std::string(message);
   return fmt::format("{}: {}", file, message);

@@ -54,6 +54,11 @@ void print_error(std::string_view message);
 // "vtrace: warning: <message>" on stderr (printed even with --quiet: it qualifies the result).
 void print_warning(std::string_view message);
 
+// `text` safe to print as part of one line on a terminal: each control byte (below 0x20, and 0x7F:
+// newlines, escape sequences) written as \xNN, everything else unchanged. For strings a trace
+// carries (producer, workload, names), which a hostile or careless producer may fill with anything.
+std::string printable(std::string_view text);
+
 // "<file>: <message>", unless the message already names the file (the trace layer's errors do),
 // so that every error names its file exactly once.
 std::string about_file(std::string_view file, std::string_view message);

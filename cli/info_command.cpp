@@ -24,21 +24,23 @@ int run_info(const InfoOptions& o) {
   }
   auto& reader = **opened;
   const auto& header = reader.header();
-  fmt::print("trace:       {}\n", o.trace);
+  // Every string from the file, and the path, through printable(): one field, one line.
+  fmt::print("trace:       {}\n", printable(o.trace));
   fmt::print("format:      {}.{} (producer {} {})\n", header.format_major, header.format_minor,
-             header.producer, header.producer_version);
+             printable(header.producer), printable(header.producer_version));
   if (const auto* m = schema::read_trace_metadata(header.metadata)) {
     const auto* name = m->runtime_name();
-    fmt::print("runtime:     {}\n", name != nullptr ? name->str() : "?");
+    fmt::print("runtime:     {}\n", name != nullptr ? printable(name->str()) : "?");
     if (const auto* w = m->workload_description(); w != nullptr) {
-      fmt::print("workload:    {}\n", w->str());
+      fmt::print("workload:    {}\n", printable(w->str()));
     }
     if (auto d = schema::read_descriptor(m->descriptor())) {
       std::vector<std::string> caps;
-      for (const auto& c : d->capabilities) caps.push_back(c.str());
-      fmt::print("descriptor:  {} class {} ordinal {} memory {} fingerprint {}\n", d->id.str(),
-                 runtime::device_class_name(d->device_class), d->ordinal,
-                 human_bytes(d->total_memory_bytes), d->runtime_implementation_fingerprint);
+      for (const auto& c : d->capabilities) caps.push_back(printable(c.str()));
+      fmt::print("descriptor:  {} class {} ordinal {} memory {} fingerprint {}\n",
+                 printable(d->id.str()), runtime::device_class_name(d->device_class), d->ordinal,
+                 human_bytes(d->total_memory_bytes),
+                 printable(d->runtime_implementation_fingerprint));
       fmt::print("capabilities: {}\n", fmt::join(caps, ", "));
     }
     if (const auto* rec = m->recorder(); rec != nullptr) {
@@ -48,12 +50,13 @@ int run_info(const InfoOptions& o) {
     if (const auto* w = m->window(); w != nullptr) {
       // A flight window or a capture started mid-run (docs/FLIGHT.md).
       const auto detail = w->detail() != nullptr && w->detail()->size() > 0
-                              ? fmt::format(" ({})", w->detail()->str())
+                              ? fmt::format(" ({})", printable(w->detail()->str()))
                               : std::string();
       fmt::print(
           "window:      number {}, written by {}{} at event {} of the run (batch {}); holds {} "
           "batches from event {} of the run after {} synthesized events\n",
-          w->window_number(), w->trigger() != nullptr ? w->trigger()->str() : "?", detail,
+          w->window_number(), w->trigger() != nullptr ? printable(w->trigger()->str()) : "?",
+          detail,
           w->trigger_event(), w->trigger_batch(), w->batches(), w->first_event(),
           w->prologue_events());
     }
@@ -66,7 +69,7 @@ int run_info(const InfoOptions& o) {
   if (event_counts != nullptr) {
     for (const auto* c : *event_counts) {
       const auto* kind = c->kind();
-      counts[kind != nullptr ? kind->str() : "?"] = c->count();
+      counts[kind != nullptr ? printable(kind->str()) : "?"] = c->count();
     }
   } else {
     auto visited = reader.visit_events(0, reader.event_count(),
@@ -106,16 +109,16 @@ int run_info(const InfoOptions& o) {
     fmt::print(
         "status:      complete (header and footer; data frames not verified: run vtrace verify)\n");
   } else {
-    fmt::print("status:      recovered: {}\n", reader.recovery().note);
+    fmt::print("status:      recovered: {}\n", printable(reader.recovery().note));
   }
   if (summary != nullptr && summary->interrupted_by() != nullptr) {
     fmt::print(
         "interrupted: by {}: the recording stopped at a call boundary before the workload's "
         "end\n",
-        summary->interrupted_by()->str());
+        printable(summary->interrupted_by()->str()));
   }
   if (summary != nullptr && summary->repaired() != nullptr) {
-    fmt::print("repaired:    {}\n", summary->repaired()->str());
+    fmt::print("repaired:    {}\n", printable(summary->repaired()->str()));
   }
   return kExitOk;
 }

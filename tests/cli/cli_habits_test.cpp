@@ -11,6 +11,8 @@
 
 #include "run_vtrace.h"
 #include "trace_fixtures.h"
+#include "vtrace/recorder/recording_runtime.h"
+#include "vtrace/runtime/registry.h"
 #include "vtrace/runtime/safetensors.h"
 #include "vtrace/schema/format.h"
 
@@ -541,4 +543,35 @@ TEST_CASE("a standard output that cannot be written is one sentence and exit 2, 
     CHECK_THAT(run.output, Catch::StartsWith("vtrace: writing to standard output failed"));
     CHECK(std::count(run.output.begin(), run.output.end(), '\n') == 1);
   }
+}
+
+TEST_CASE("vtrace info prints a trace's strings as one line each, control bytes escaped",
+          "[cli]") {
+  // A workload description (VTRACE_CAPTURE_WORKLOAD, or any producer) may hold a newline or a
+  // terminal escape sequence; so may a file name.
+  vtrace::test::ScratchDir dir("habits-printable");
+  const auto trace = dir / "a\nb.vtrace";
+  {
+    namespace rt = vtrace::runtime;
+    const auto& registry = rt::default_registry();
+    auto inner = registry.open("reference", {.device_id = "device.vtrace.0"});
+    REQUIRE(inner.has_value());
+    auto foreign = registry.open("reference", {.device_id = "device.vtrace.1"});
+    REQUIRE(foreign.has_value());
+    vtrace::recorder::RecorderOptions options;
+    options.workload_description = "red \x1b[31mtext\nsecond line";
+    auto recording =
+        vtrace::recorder::RecordingRuntime::create(std::move(*inner), "reference", trace, options);
+    REQUIRE(recording.has_value());
+    vtrace::workloads::WorkloadSpec spec;
+    spec.kind = vtrace::workloads::WorkloadKind::kTiny;
+    REQUIRE(vtrace::workloads::run_workload(spec, **recording, foreign->get()).has_value());
+    REQUIRE((*recording)->close().has_value());
+  }
+  const auto run = run_vtrace(fmt::format("info '{}'", trace.string()));
+  INFO(run.output);
+  REQUIRE(run.code == 0);
+  CHECK_THAT(run.output, Catch::Contains("trace:       " + (dir / "a\\x0Ab.vtrace").string()));
+  CHECK_THAT(run.output, Catch::Contains("workload:    red \\x1B[31mtext\\x0Asecond line\n"));
+  CHECK(run.output.find('\x1b') == std::string::npos);
 }
