@@ -128,8 +128,16 @@ class Lockstep {
     c.call = rp::describe_step(s);
     c.shapes = fmt::format("{} x {}", rt::element_type_name(type), b.layout.element_count());
     const auto base = seen[0].readback->bytes();
+    // One entry per runtime after the baseline, in order (the HTML report's columns rely on it).
     for (std::size_t r = 1; r < lanes_.size(); ++r) {
-      if (!seen[r].readback) continue;  // reported as structural
+      if (!seen[r].readback) {  // also a structural difference of the step
+        c.results.push_back({lanes_[r].name,
+                             DriftClass::kStructural,
+                             false,
+                             {},
+                             "it answered no readback (see `structural`)"});
+        continue;
+      }
       c.results.push_back(
           pair(lanes_[r].name, base, seen[r].readback->bytes(), type, options_.check));
     }

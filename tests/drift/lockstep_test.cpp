@@ -257,6 +257,30 @@ TEST_CASE("a runtime that answers a call differently is a structural difference"
   REQUIRE(r.first_divergence.has_value());
   CHECK(r.first_divergence->cls == dr::DriftClass::kStructural);
   CHECK(r.first_divergence->kind == "Readback");
+
+  // Three runtimes, the middle one answering no readback: every compared readback still has one
+  // result per runtime after the baseline, in order (the HTML report's columns are by position).
+  registry.add("cpu", "cpu", [](const rt::RuntimeOpenOptions& o) {
+    return rt::default_registry().open("cpu", o);
+  });
+  const auto three = compare(golden("decode-short-v1.2.vtrace"), {"reference", "refusing", "cpu"},
+                             false, "bits", registry);
+  REQUIRE_FALSE(three.commands.empty());
+  bool refused = false;
+  for (const auto& c : three.commands) {
+    INFO("event " << c.event);
+    REQUIRE(c.results.size() == 2);
+    CHECK(c.results[0].runtime == "refusing");
+    CHECK(c.results[1].runtime == "cpu");
+    CHECK(c.results[1].cls == dr::DriftClass::kBitwise);  // cpu matches reference
+    if (c.results[0].cls == dr::DriftClass::kStructural) {
+      refused = true;
+      CHECK_FALSE(c.results[0].agrees);
+      CHECK(c.results[0].note.find("no readback") != std::string::npos);
+    }
+  }
+  CHECK(refused);
+  CHECK(three.to_json()["commands"][0]["runtimes"].size() == 2);
 }
 
 TEST_CASE("compare refuses fewer than two runtimes, an unknown runtime and an unreadable trace",
