@@ -84,18 +84,13 @@ void print_drift_report(const drift::CompareReport& r, const std::string& reprod
     fmt::print("STRUCTURAL at event {}: {} ({} on {} vs {})\n  expected: {}\n  actual:   {}\n",
                d.event, d.call, d.kind, d.runtime, d.against, d.expected, d.actual);
   }
-  // The worst commands: the largest max ULP among those that disagree.
+  // The worst commands among those that disagree: structural, then nan_inf, then by max ULP.
   std::vector<const drift::CommandComparison*> bad;
   for (const auto& c : r.commands) {
     if (!c.agrees) bad.push_back(&c);
   }
-  auto max_ulp = [](const drift::CommandComparison* c) {
-    std::uint64_t m = 0;
-    for (const auto& p : c->results) m = std::max(m, p.stats.max_ulp);
-    return m;
-  };
   std::stable_sort(bad.begin(), bad.end(),
-                   [&](auto* a, auto* b) { return max_ulp(a) > max_ulp(b); });
+                   [](auto* a, auto* b) { return drift::worse_command(*a, *b); });
   if (!bad.empty()) fmt::print("worst commands ({} disagree):\n", bad.size());
   for (std::size_t i = 0; i < std::min<std::size_t>(5, bad.size()); ++i) {
     const auto& c = *bad[i];

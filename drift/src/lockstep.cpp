@@ -412,6 +412,25 @@ std::optional<RecoveredTrace> recovered_trace(const std::filesystem::path& path,
   return RecoveredTrace{path.string(), plan.steps().size(), plan.recovery()};
 }
 
+bool worse_command(const CommandComparison& a, const CommandComparison& b) {
+  // 2: a structural answer, 1: NaN or infinity appeared or vanished, 0: numbers only.
+  const auto severity = [](const CommandComparison& c) {
+    int s = 0;
+    for (const auto& p : c.results) {
+      if (p.cls == DriftClass::kStructural) return 2;
+      if (p.cls == DriftClass::kNanInf) s = 1;
+    }
+    return s;
+  };
+  const auto max_ulp = [](const CommandComparison& c) {
+    std::uint64_t m = 0;
+    for (const auto& p : c.results) m = std::max(m, p.stats.max_ulp);
+    return m;
+  };
+  if (severity(a) != severity(b)) return severity(a) > severity(b);
+  return max_ulp(a) > max_ulp(b);
+}
+
 bool CompareReport::complete() const {
   return std::none_of(recovered.begin(), recovered.end(),
                       [](const std::optional<RecoveredTrace>& r) { return r.has_value(); });

@@ -94,9 +94,14 @@ class Page {
  private:
   std::string extract_line(const CommandComparison& c) const {
     if (o_.trace_path.empty() || !c.command) return escape(o_.reproduce);
-    return escape(replayer::shell_command({"vtrace", "extract", o_.trace_path, "--event",
-                                           std::to_string(c.event), "-o",
-                                           fmt::format("repro-{}.vtrace", c.event)}));
+    std::string line = replayer::shell_command({"vtrace", "extract", o_.trace_path, "--event",
+                                                std::to_string(c.event), "-o",
+                                                fmt::format("repro-{}.vtrace", c.event)});
+    // extract's baseline defaults to reference: name any other.
+    if (!r_.runtimes.empty() && r_.runtimes.front() != "reference") {
+      line += " " + replayer::shell_command({"--runtime", r_.runtimes.front()});
+    }
+    return escape(line);
   }
 
   void head() {
@@ -322,7 +327,7 @@ class Page {
       if (!c.agrees) bad.push_back(&c);
     }
     std::stable_sort(bad.begin(), bad.end(),
-                     [](auto* a, auto* b) { return max_ulp(*a) > max_ulp(*b); });
+                     [](auto* a, auto* b) { return drift::worse_command(*a, *b); });
     out_ << fmt::format("<section id=\"worst\"><h2>Worst commands ({} disagree)</h2>\n",
                         bad.size());
     if (bad.empty()) {

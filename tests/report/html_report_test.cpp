@@ -132,6 +132,44 @@ TEST_CASE(
   CHECK_FALSE(has(text, "buffer#99"));
 }
 
+TEST_CASE(
+    "the HTML report ranks a nan_inf command above any ULP drift, and its extract lines name a "
+    "baseline other than reference",
+    "[report]") {
+  auto r = compare("decode-short-v1.2.vtrace", false);
+  std::vector<dr::CommandComparison*> commands;
+  for (auto& c : r.commands) {
+    if (c.command) commands.push_back(&c);
+  }
+  REQUIRE(commands.size() >= 12);
+  // Eleven commands drift by 2 to 12 ULP; the last one turned a value into an infinity (max ULP
+  // 0 over its finite pairs): it ranks first, not eleventh (out of the ten shown).
+  for (std::size_t i = 0; i < 12; ++i) {
+    auto& p = commands[i]->results[0];
+    commands[i]->agrees = p.agrees = false;
+    commands[i]->worst = p.cls = i == 11 ? dr::DriftClass::kNanInf : dr::DriftClass::kDrift;
+    p.stats.max_ulp = i == 11 ? 0 : i + 2;
+  }
+  const std::string html = page(r, {"vtrace compare", "vtrace compare x", "t.vtrace"});
+  const auto worst = html.find("id=\"worst\"");
+  REQUIRE(worst != std::string::npos);
+  const auto first_row = html.find("<tr><td>", worst);
+  REQUIRE(first_row != std::string::npos);
+  CHECK(html.substr(first_row, 8 + std::to_string(commands[11]->event).size() + 5) ==
+        fmt::format("<tr><td>{}</td>", commands[11]->event));
+  CHECK(dr::worse_command(*commands[11], *commands[10]));
+  CHECK_FALSE(dr::worse_command(*commands[10], *commands[11]));
+  CHECK(dr::worse_command(*commands[10], *commands[9]));  // 12 ULP before 11
+  // reference is extract's default baseline; any other is named.
+  CHECK(has(html, fmt::format("vtrace extract t.vtrace --event {} -o repro-{}.vtrace</code>",
+                              commands[11]->event, commands[11]->event)));
+  r.runtimes = {"cpu", "cpu-splitk"};
+  CHECK(
+      has(page(r, {"vtrace compare", "vtrace compare x", "t.vtrace"}),
+          fmt::format("vtrace extract t.vtrace --event {} -o repro-{}.vtrace --runtime cpu</code>",
+                      commands[11]->event, commands[11]->event)));
+}
+
 TEST_CASE("the HTML report of --resync draws the introduced error beside the inherited one",
           "[report]") {
   const auto r = drifting(true);

@@ -168,6 +168,12 @@ struct CompareReport {
   nlohmann::json to_json() const;
 };
 
+// The order of the "worst commands" lists (compare's text and HTML report): a command with a
+// structural answer first, then one where a NaN or infinity appeared or vanished (nan_inf: its
+// max ULP, over finite pairs, may be 0), then the largest max ULP over its runtimes. True when
+// `a` comes before `b`.
+bool worse_command(const CommandComparison& a, const CommandComparison& b);
+
 // `path`'s RecoveredTrace when `plan` is of a recovered trace; nullopt when it is complete.
 std::optional<RecoveredTrace> recovered_trace(const std::filesystem::path& path,
                                               const replayer::ReplayPlan& plan);
