@@ -139,6 +139,12 @@ int run_replay(const ReplayCommandOptions& o, const GlobalOptions& global) {
     return kExitUsage;
   }
   const auto& r = *report;
+  // Nothing recovered: a "match" would be vacuous (and `git bisect run` would read it as good).
+  if (!r.complete && r.executed == 0) {
+    print_error(about_file(o.trace, fmt::format("{}: no event could be recovered, so nothing was "
+                                                "replayed", r.recovery_note)));
+    return kExitUsage;
+  }
   // A recovered trace: say so (even with --quiet: it qualifies the verdict), and what replay had to
   // leave out. Each note names the file.
   if (!r.complete) {

@@ -575,3 +575,17 @@ TEST_CASE("vtrace info prints a trace's strings as one line each, control bytes 
   CHECK_THAT(run.output, Catch::Contains("workload:    red \\x1B[31mtext\\x0Asecond line\n"));
   CHECK(run.output.find('\x1b') == std::string::npos);
 }
+
+TEST_CASE("vtrace replay of a cut trace that holds no event exits 2: nothing replayed is no match",
+          "[cli]") {
+  vtrace::test::ScratchDir dir("habits-empty-recovery");
+  std::ifstream in(golden("tiny"), std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto cut = dir / "cut.vtrace";
+  std::ofstream(cut, std::ios::binary) << bytes.substr(0, 500);  // inside the first data frame
+  const auto run = run_vtrace(fmt::format("replay {}", cut.string()));
+  INFO(run.output);
+  CHECK(run.code == 2);
+  CHECK_THAT(run.output, Catch::Contains("no event could be recovered, so nothing was replayed"));
+  CHECK_FALSE(run.output.find("verdict: match") != std::string::npos);
+}
