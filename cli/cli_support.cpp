@@ -121,11 +121,6 @@ std::string printable(std::string_view text) {
   return out;
 }
 
-std::string about_file(std::string_view file, std::string_view message) {
-  if (!file.empty() && message.find(file) != std::string_view::npos) return std::string(message);
-  return fmt::format("{}: {}", file, message);
-}
-
 // Refuses an output path that cannot become a trace file before anything runs: an existing
 // directory, device or other non-regular file (the .partial would be renamed over it), or a
 // missing directory.

@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "vtrace/replayer/shell_words.h"
+#include "vtrace/schema/trace_error.h"
 
 namespace vtrace::cli {
 
@@ -59,9 +60,8 @@ void print_warning(std::string_view message);
 // carries (producer, workload, names), which a hostile or careless producer may fill with anything.
 std::string printable(std::string_view text);
 
-// "<file>: <message>", unless the message already names the file (the trace layer's errors do),
-// so that every error names its file exactly once.
-std::string about_file(std::string_view file, std::string_view message);
+// "<file>: <message>", naming the file once (schema/trace_error.h).
+using schema::about_file;
 
 // Why `output` cannot become a trace file, checked before anything runs: it is empty, it exists
 // and is a directory, a device or another non-regular file (the .partial would be renamed over

@@ -9,11 +9,9 @@ namespace vtrace::replayer {
 namespace rt = vtrace::runtime;
 
 namespace {
-// "<file>: <message>", unless the message already names the file (the reader's errors do).
+// "<file>: <message>", naming the file once.
 std::string about(const std::filesystem::path& trace, const std::string& message) {
-  const std::string name = trace.string();
-  if (message.find(name) != std::string::npos) return message;
-  return fmt::format("{}: {}", name, message);
+  return schema::about_file(trace.string(), message);
 }
 }  // namespace
 

@@ -21,6 +21,20 @@ BlobId blob_id_of(const void* data, std::size_t size) {
   return BlobId{h.low64, h.high64};
 }
 
+std::string about_file(std::string_view file, std::string_view message) {
+  if (file.empty()) return std::string(message);
+  for (std::size_t at = message.find(file); at != std::string_view::npos;
+       at = message.find(file, at + 1)) {
+    const std::size_t end = at + file.size();
+    const bool starts = at == 0 || message[at - 1] == ' ';
+    // ".partial" and ".repairing" are the file's own names while it is written.
+    const bool ends = end == message.size() || message[end] == ':' || message[end] == ' ' ||
+                      message[end] == '.' || message[end] == ',' || message[end] == ')';
+    if (starts && ends) return std::string(message);
+  }
+  return std::string(file) + ": " + std::string(message);
+}
+
 std::string_view trace_error_kind_name(TraceErrorKind kind) {
   switch (kind) {
     case TraceErrorKind::kIo: return "io";

@@ -670,3 +670,22 @@ TEST_CASE("a file sink refuses to rename a trace over a device node or a directo
   }
   CHECK(std::filesystem::is_character_file("/dev/null"));
 }
+
+TEST_CASE("about_file names the file once, and a name inside another word is no naming",
+          "[schema]") {
+  using vtrace::schema::about_file;
+  // Already named, as the trace layer's sentences do.
+  CHECK(about_file("t.vtrace", "t.vtrace: the footer is damaged") ==
+        "t.vtrace: the footer is damaged");
+  CHECK(about_file("/d/t.vtrace", "cannot open /d/t.vtrace: No such file or directory") ==
+        "cannot open /d/t.vtrace: No such file or directory");
+  CHECK(about_file("t.vtrace", "t.vtrace has no footer and is cut inside frame 0") ==
+        "t.vtrace has no footer and is cut inside frame 0");
+  CHECK(about_file("t.vtrace", "cannot write t.vtrace.partial: No space left on device") ==
+        "cannot write t.vtrace.partial: No space left on device");
+  // Not named: a trace called `e` occurs in "cannot be opened", `t.vtrace` in "at.vtraces".
+  CHECK(about_file("e", "runtime `cuda` cannot be opened: no device") ==
+        "e: runtime `cuda` cannot be opened: no device");
+  CHECK(about_file("t.vtrace", "see at.vtraces: nothing") == "t.vtrace: see at.vtraces: nothing");
+  CHECK(about_file("", "a message") == "a message");
+}

@@ -33,4 +33,11 @@ using TraceResult = std::expected<T, TraceError>;
 
 std::string_view trace_error_kind_name(TraceErrorKind kind);
 
+// "<file>: <message>", unless the message already names the file as a word of its own (the trace
+// layer's sentences do: "<file>: ...", "cannot open <file>: ...", "<file> has no footer ...",
+// "cannot write <file>.partial: ..."), so
+// that every error names its file exactly once. A name that only occurs inside another word (a
+// trace called `e`) does not count. Pure.
+std::string about_file(std::string_view file, std::string_view message);
+
 }  // namespace vtrace::schema
