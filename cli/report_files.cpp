@@ -16,9 +16,14 @@ int write_timeline_file(const std::string& trace, const std::string& output,
     print_error(about_file(trace, plan.error().message));
     return kExitUsage;
   }
+  const bool profiled = !measured.empty();
+  // A cut trace (replay --profile has said so already): the timeline holds what was recovered.
+  if (!profiled && !plan->trace_complete()) {
+    print_warning(about_file(trace, fmt::format("{}; export uses {} recovered events",
+                                                plan->recovery().note, plan->steps().size())));
+  }
   report::TimelineOptions options;
   options.trace_label = trace;
-  const bool profiled = !measured.empty();
   options.measured = std::move(measured);
   report::TimelineStats stats;
   const bool written = write_report_file(output, "the timeline", [&](std::ostream& out) {

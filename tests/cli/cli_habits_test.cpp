@@ -589,3 +589,24 @@ TEST_CASE("vtrace replay of a cut trace that holds no event exits 2: nothing rep
   CHECK_THAT(run.output, Catch::Contains("no event could be recovered, so nothing was replayed"));
   CHECK_FALSE(run.output.find("verdict: match") != std::string::npos);
 }
+
+TEST_CASE("vtrace export of a cut trace warns that the timeline holds only the recovered events",
+          "[cli]") {
+  vtrace::test::ScratchDir dir("habits-export-cut");
+  std::ifstream in(golden("decode-short"), std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto cut = dir / "cut.vtrace";
+  std::ofstream(cut, std::ios::binary) << bytes.substr(0, bytes.size() / 2);
+  const auto out = (dir / "t.json").string();
+  const auto run = run_vtrace(fmt::format("--quiet export {} --format chrome -o {}", cut.string(), out));
+  INFO(run.output);
+  CHECK(run.code == 0);
+  CHECK_THAT(run.output, Catch::StartsWith("vtrace: warning: " + cut.string() + " has no footer"));
+  CHECK_THAT(run.output, Catch::Contains("; export uses "));
+  CHECK(fs::exists(out));
+  // The complete trace: no warning.
+  const auto whole = run_vtrace(
+      fmt::format("--quiet export {} --format chrome -o {}", golden("decode-short"), out));
+  CHECK(whole.code == 0);
+  CHECK(whole.output.find("warning") == std::string::npos);
+}
