@@ -576,13 +576,26 @@ TEST_CASE("vtrace info prints a trace's strings as one line each, control bytes 
   CHECK(run.output.find('\x1b') == std::string::npos);
 }
 
+namespace {
+
+// The first keep(size) bytes of a golden trace, written to DIR/cut.vtrace: a trace cut as a
+// crashed recording leaves it.
+fs::path cut_golden(const vtrace::test::ScratchDir& dir, const char* name,
+                    std::size_t (*keep)(std::size_t size)) {
+  std::ifstream in(golden(name), std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto cut = dir / "cut.vtrace";
+  std::ofstream(cut, std::ios::binary) << bytes.substr(0, keep(bytes.size()));
+  return cut;
+}
+
+}  // namespace
+
 TEST_CASE("vtrace replay of a cut trace that holds no event exits 2: nothing replayed is no match",
           "[cli]") {
   vtrace::test::ScratchDir dir("habits-empty-recovery");
-  std::ifstream in(golden("tiny"), std::ios::binary);
-  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const auto cut = dir / "cut.vtrace";
-  std::ofstream(cut, std::ios::binary) << bytes.substr(0, 500);  // inside the first data frame
+  // 500 bytes: inside the first data frame.
+  const auto cut = cut_golden(dir, "tiny", [](std::size_t) -> std::size_t { return 500; });
   const auto run = run_vtrace(fmt::format("replay {}", cut.string()));
   INFO(run.output);
   CHECK(run.code == 2);
@@ -593,10 +606,7 @@ TEST_CASE("vtrace replay of a cut trace that holds no event exits 2: nothing rep
 TEST_CASE("vtrace export of a cut trace warns that the timeline holds only the recovered events",
           "[cli]") {
   vtrace::test::ScratchDir dir("habits-export-cut");
-  std::ifstream in(golden("decode-short"), std::ios::binary);
-  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const auto cut = dir / "cut.vtrace";
-  std::ofstream(cut, std::ios::binary) << bytes.substr(0, bytes.size() / 2);
+  const auto cut = cut_golden(dir, "decode-short", [](std::size_t size) { return size / 2; });
   const auto out = (dir / "t.json").string();
   const auto run = run_vtrace(fmt::format("--quiet export {} --format chrome -o {}", cut.string(), out));
   INFO(run.output);

@@ -195,12 +195,12 @@ TEST_CASE(
   // split-k block) is one command with a launch per participant, compared as one region each.
   // The first participant's rows agree and the second's drift.
   ScratchDir dir("drift-regions");
-  wl::WorkloadSpec spec;
-  spec.kind = wl::WorkloadKind::kDecode;
+  wl::WorkloadSpec spec = vtrace::test::small_decode_spec();
   spec.seed = 2;
   spec.decode.hidden = 272;
   spec.decode.ffn = 16;
   spec.decode.layers = 1;
+  spec.decode.participants = 2;
   spec.decode.steps = 4;
   const auto trace = dir / "regions.vtrace";
   (void)vtrace::test::record_workload(spec, trace, "reference");
