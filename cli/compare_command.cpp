@@ -83,6 +83,14 @@ int run_compare(const CompareCommandOptions& o, const GlobalOptions& global) {
     }
     return kExitUsage;
   }
+  // Nothing recovered: a "match" would be vacuous, as for replay.
+  if (!report->complete() && report->events == 0) {
+    const auto& cut = report->recovered.front();  // compare's one trace
+    print_error(about_file(
+        o.trace, fmt::format("{}: no event could be recovered, so nothing was compared",
+                             cut ? cut->recovery.note : std::string("the trace is cut"))));
+    return kExitUsage;
+  }
   warn_incomplete(*report, "compare");
   std::string reproduce =
       shell_command({"vtrace", "compare", o.trace, "--runtimes", o.runtimes, "--check", o.check});

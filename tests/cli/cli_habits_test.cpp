@@ -591,7 +591,8 @@ fs::path cut_golden(const vtrace::test::ScratchDir& dir, const char* name,
 
 }  // namespace
 
-TEST_CASE("vtrace replay of a cut trace that holds no event exits 2: nothing replayed is no match",
+TEST_CASE(
+    "vtrace replay and compare of a cut trace that holds no event exit 2: nothing run is no match",
           "[cli]") {
   vtrace::test::ScratchDir dir("habits-empty-recovery");
   // 500 bytes: inside the first data frame.
@@ -601,6 +602,12 @@ TEST_CASE("vtrace replay of a cut trace that holds no event exits 2: nothing rep
   CHECK(run.code == 2);
   CHECK_THAT(run.output, Catch::Contains("no event could be recovered, so nothing was replayed"));
   CHECK_FALSE(run.output.find("verdict: match") != std::string::npos);
+  const auto compared = run_vtrace(fmt::format("compare {} --runtimes reference,cpu", cut.string()));
+  INFO(compared.output);
+  CHECK(compared.code == 2);
+  CHECK_THAT(compared.output,
+             Catch::Contains("no event could be recovered, so nothing was compared"));
+  CHECK_FALSE(compared.output.find("verdict: match") != std::string::npos);
 }
 
 TEST_CASE("vtrace export of a cut trace warns that the timeline holds only the recovered events",
