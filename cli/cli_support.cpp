@@ -1,5 +1,6 @@
 #include "cli_support.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -139,6 +140,18 @@ std::optional<std::string> unusable_output(const std::string& output, std::strin
   const fs::path parent = path.parent_path().empty() ? fs::path(".") : path.parent_path();
   if (!fs::is_directory(parent, ec)) {
     return fmt::format("{}: the directory {} does not exist", output, parent.string());
+  }
+  // A new file: can it be created there? Tried, not guessed (root passes access(2) where /proc or
+  // a read-only mount refuses a create): created and removed at once. An existing file is left
+  // to its writer (a trace replaces it by rename, which needs no write permission on it).
+  if (!fs::exists(status)) {
+    const int fd = ::open(output.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0) {
+      return fmt::format("{} cannot be created ({}): nothing was run", output,
+                         std::strerror(errno));
+    }
+    ::close(fd);
+    ::unlink(output.c_str());
   }
   return std::nullopt;
 }

@@ -65,7 +65,8 @@ using schema::about_file;
 
 // Why `output` cannot become a trace file, checked before anything runs: it is empty, it exists
 // and is a directory, a device or another non-regular file (the .partial would be renamed over
-// it), or its directory does not exist. devices_ok: a device or pipe is fine (a report to
+// it), its directory does not exist, or, new, it cannot be created there (tried: created and
+// removed at once; /proc, a read-only mount). devices_ok: a device or pipe is fine (a report to
 // /dev/stdout, not a trace renamed over /dev/full). nullopt when it can.
 std::optional<std::string> unusable_output(const std::string& output, std::string_view what,
                                            bool devices_ok);

@@ -418,6 +418,21 @@ TEST_CASE("vtrace record to an unusable output exits 2 before running and leaves
   CHECK(missing_directory.code == 2);
   CHECK(missing_directory.output.find("does not exist") != std::string::npos);
   CHECK_FALSE(std::filesystem::exists(dir / "missing"));
+  // A directory that refuses a new file (/proc): found before the run, not after it.
+  for (const std::string& command :
+       {std::string("record --workload tiny -o /proc/vtrace-test.vtrace"),
+        fmt::format("replay {} --json /proc/vtrace-test.json", golden("tiny")),
+        fmt::format("compare {} --runtimes reference,cpu --html /proc/vtrace-test.html",
+                    golden("tiny"))}) {
+    INFO(command);
+    auto refused = run_vtrace(command);
+    INFO(refused.output);
+    CHECK(refused.code == 2);
+    CHECK_THAT(refused.output, Catch::Contains("cannot be created (No such file or directory): "
+                                               "nothing was run"));
+    CHECK(refused.output.find("verdict") == std::string::npos);
+    CHECK(refused.output.find("recorded") == std::string::npos);
+  }
   auto device = run_vtrace("record --workload tiny -o /dev/null");
   CHECK(device.code == 2);
   CHECK(device.output.find("/dev/null exists and is not a regular file") != std::string::npos);
