@@ -329,7 +329,13 @@ TEST_CASE(
     recovered.push_back(events.size());
     auto replay = run_vtrace(fmt::format("replay {}", partial.string()));
     INFO(replay.output);
-    CHECK(replay.code == 0);
+    if (events.empty()) {
+      // Killed before its first flush (a slow run: the sanitizers): nothing to replay is no match.
+      CHECK(replay.code == 2);
+      CHECK_THAT(replay.output, Catch::Contains("no event could be recovered"));
+    } else {
+      CHECK(replay.code == 0);
+    }
     fs::remove_all(tmp);
   }
   std::sort(recovered.begin(), recovered.end());
