@@ -230,6 +230,15 @@ class Extraction {
     if (!recording) {
       return usage(fmt::format("cannot write the repro: {}", recording.error().message()));
     }
+    // A repro that could not be recorded whole is not left behind: the recorder's destructor
+    // would finish it as a complete, valid trace of a partial window.
+    const auto discard = [&](Failure failure) {
+      (void)(*recording)->close();
+      std::error_code ec;
+      std::filesystem::remove(output, ec);
+      std::filesystem::remove(std::filesystem::path(output.string() + ".partial"), ec);
+      return failure;
+    };
     ExtractReport report;
     report.trace = trace_.string();
     report.recovered = recovered_trace(trace_, plan_);
@@ -239,14 +248,15 @@ class Extraction {
     {
       rp::StepExecutor repro(plan_, **recording, *target->auxiliary);
       if (!allocate_and_upload(repro, report, why) || !run_window(repro, why)) {
-        return usage(fmt::format("the repro could not be recorded on {}: {}", options_.runtime,
-                                 why));
+        return discard(usage(
+            fmt::format("the repro could not be recorded on {}: {}", options_.runtime, why)));
       }
       for (std::size_t i = 0; i < written_.size(); ++i) {
         const auto& w = written_[i];
         auto bytes = repro.read_buffer(w.buffer, {w.offset_bytes, w.length_bytes});
         if (!bytes) {
-          return Failure(runtime_failure(fmt::format("reading buffer#{}", w.buffer), bytes.error()));
+          return discard(
+              Failure(runtime_failure(fmt::format("reading buffer#{}", w.buffer), bytes.error())));
         }
         ++report.readbacks;
         if (*bytes != results_[i] && report.reproduces_baseline) {
@@ -258,7 +268,7 @@ class Extraction {
       }
     }
     if (auto closed = (*recording)->close(); !closed) {
-      return usage(fmt::format("cannot write the repro: {}", closed.error().message));
+      return discard(usage(fmt::format("cannot write the repro: {}", closed.error().message)));
     }
     for (const auto& x : window_) {
       report.commands.push_back({x.info->event, x.entry->command.ordinal, x.begin, x.info->kind,

@@ -214,6 +214,47 @@ TEST_CASE("extract says when a runtime's results depend on more than the command
   CHECK(std::filesystem::exists(dir / "flaky.vtrace"));  // written all the same
 }
 
+TEST_CASE("a repro that cannot be recorded whole is not left behind", "[drift]") {
+  // reference, except that every dense linear is refused at encode, by every runtime opened after
+  // the first (the first runs the original window, which extract needs whole; the repro is
+  // recorded on a later one).
+  class Refusing final : public rt::ForwardingRuntime {
+   public:
+    using ForwardingRuntime::ForwardingRuntime;
+    rt::Result<rt::CommandPtr> encode_dense_linear(const rt::DenseLinearRequest&) override {
+      return std::unexpected(rt::RuntimeError(rt::ErrorKind::kUnsupportedOperation, "refused"));
+    }
+  };
+  rt::RuntimeRegistry registry;
+  auto opened = std::make_shared<unsigned>(0);
+  registry.add("refusing", "reference, refusing every dense linear after its first open",
+               [opened](const rt::RuntimeOpenOptions& o)
+                   -> rt::Result<std::unique_ptr<rt::DeviceRuntime>> {
+                 auto inner = rt::default_registry().open("reference", o);
+                 if (!inner || (*opened)++ == 0) return inner;
+                 return std::unique_ptr<rt::DeviceRuntime>(
+                     std::make_unique<Refusing>(std::move(*inner)));
+               });
+  ScratchDir dir("extract-refused");
+  const auto trace = golden("tiny.vtrace");
+  auto plan = rp::open_plan(trace);
+  REQUIRE(plan.has_value());
+  std::uint64_t dense = 0;
+  for (const auto& s : plan->steps()) {
+    if (std::holds_alternative<rp::step::EncodeDenseLinear>(s.body)) dense = s.ordinal;
+  }
+  REQUIRE(dense > 0);
+  dr::ExtractOptions options;
+  options.first_event = options.last_event = dense;
+  options.runtime = "refusing";
+  const auto out = dir / "repro.vtrace";
+  const auto report = dr::extract_commands(trace, out, options, registry);
+  REQUIRE_FALSE(report.has_value());
+  CHECK_THAT(report.error().message, Catch::Contains("the repro could not be recorded on refusing"));
+  CHECK_FALSE(std::filesystem::exists(out));
+  CHECK_FALSE(std::filesystem::exists(dir / "repro.vtrace.partial"));
+}
+
 TEST_CASE("extract refuses what it cannot extract, in one sentence", "[drift]") {
   ScratchDir dir("extract-errors");
   const auto trace = golden("tiny.vtrace");
