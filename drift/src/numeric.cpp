@@ -183,12 +183,14 @@ NumericComparison compare_values(std::span<const std::uint8_t> expected,
   bool non_finite_mismatch = false;
   bool all_within_tol = true;
   double sum_abs = 0;
+  std::uint64_t finite_pairs = 0;  // the mean's denominator: pairs whose error is a number
   for (std::uint64_t i = 0; i < s.elements; ++i) {
     const std::uint32_t eb = f.bits(expected, i);
     const std::uint32_t ab = f.bits(actual, i);
     const double e = f.value(eb);
     const double a = f.value(ab);
     const auto ulp = f.ulp(eb, ab);
+    if (std::isfinite(e) && std::isfinite(a)) ++finite_pairs;
     // NaN vs NaN agrees (ulp 0); NaN vs anything else has no distance; an infinity against
     // anything but itself is a non-finite mismatch too, whatever its position distance.
     const bool mismatch_non_finite = !ulp || ((std::isinf(e) || std::isinf(a)) && *ulp != 0);
@@ -215,7 +217,7 @@ NumericComparison compare_values(std::span<const std::uint8_t> expected,
     if (e != 0) s.max_rel_error = std::max(s.max_rel_error, abs / std::fabs(e));
     if (!(abs <= check.atol + check.rtol * std::fabs(e))) all_within_tol = false;
   }
-  s.mean_abs_error = s.elements == 0 ? 0 : sum_abs / static_cast<double>(s.elements);
+  s.mean_abs_error = finite_pairs == 0 ? 0 : sum_abs / static_cast<double>(finite_pairs);
   if (same_bytes) {
     out.cls = DriftClass::kBitwise;
   } else if (non_finite_mismatch) {

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <catch2/catch.hpp>
+#include <limits>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -187,6 +188,18 @@ TEST_CASE("the statistics of a worked example", "[drift]") {
   CHECK(s.magnitude_histogram[2] == 1);    // |e| = 0.001: < 1e-2
   CHECK(s.magnitude_histogram[5] == 1);    // |e| = 2: >= 1
   CHECK(c.cls == dr::DriftClass::kDrift);
+}
+
+TEST_CASE("the mean absolute error is over the finite pairs only", "[drift]") {
+  // e = [1, NaN, 2, inf], a = [1.5, 3, 2, inf]: the NaN pair and the infinite pair have no error
+  // to average; the finite pairs are 0 and 2, with errors 0.5 and 0.
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  const auto c = dr::compare_values(f32({1.0f, nan, 2.0f, inf}), f32({1.5f, 3.0f, 2.0f, inf}),
+                                    rt::ElementType::kF32, check("bits"));
+  CHECK(c.stats.elements == 4);
+  CHECK(c.stats.mean_abs_error == Approx(0.25));  // (0.5 + 0) / 2, not / 4
+  CHECK(c.stats.max_abs_error == Approx(0.5));
 }
 
 TEST_CASE("bf16 and integer answers", "[drift]") {

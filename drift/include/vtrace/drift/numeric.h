@@ -81,7 +81,7 @@ struct ElementStats {
   std::uint64_t elements = 0;
   std::uint64_t differing = 0;  // elements whose bits differ
   double max_abs_error = 0;
-  double mean_abs_error = 0;  // over all elements (finite pairs)
+  double mean_abs_error = 0;  // over the finite pairs (both values finite), equal ones included
   double max_rel_error = 0;
   std::uint64_t max_ulp = 0;                           // over finite pairs
   std::optional<std::uint64_t> first_differing;        // element index
