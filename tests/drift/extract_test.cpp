@@ -49,6 +49,18 @@ dr::ExtractReport extract(const std::filesystem::path& trace, const std::filesys
   return std::move(*report);
 }
 
+// The event of `trace`'s last EncodeDenseLinear.
+std::uint64_t last_dense_linear(const std::filesystem::path& trace) {
+  auto plan = rp::open_plan(trace);
+  REQUIRE(plan.has_value());
+  std::uint64_t dense = 0;
+  for (const auto& s : plan->steps()) {
+    if (std::holds_alternative<rp::step::EncodeDenseLinear>(s.body)) dense = s.ordinal;
+  }
+  REQUIRE(dense > 0);
+  return dense;
+}
+
 rp::ReplayReport replay(const std::filesystem::path& trace, const char* runtime) {
   rp::ReplayTraceOptions options;
   options.runtime = runtime;
@@ -200,13 +212,7 @@ TEST_CASE("extract says when a runtime's results depend on more than the command
       });
   ScratchDir dir("extract-flaky");
   const auto trace = golden("tiny.vtrace");
-  auto plan = rp::open_plan(trace);
-  REQUIRE(plan.has_value());
-  std::uint64_t dense = 0;
-  for (const auto& s : plan->steps()) {
-    if (std::holds_alternative<rp::step::EncodeDenseLinear>(s.body)) dense = s.ordinal;
-  }
-  REQUIRE(dense > 0);
+  const std::uint64_t dense = last_dense_linear(trace);
   CHECK(extract(trace, dir / "steady.vtrace", dense, dense).reproduces_baseline);
   const auto flaky = extract(trace, dir / "flaky.vtrace", dense, dense, registry, "flaky");
   CHECK_FALSE(flaky.reproduces_baseline);
@@ -237,13 +243,7 @@ TEST_CASE("a repro that cannot be recorded whole is not left behind", "[drift]")
                });
   ScratchDir dir("extract-refused");
   const auto trace = golden("tiny.vtrace");
-  auto plan = rp::open_plan(trace);
-  REQUIRE(plan.has_value());
-  std::uint64_t dense = 0;
-  for (const auto& s : plan->steps()) {
-    if (std::holds_alternative<rp::step::EncodeDenseLinear>(s.body)) dense = s.ordinal;
-  }
-  REQUIRE(dense > 0);
+  const std::uint64_t dense = last_dense_linear(trace);
   dr::ExtractOptions options;
   options.first_event = options.last_event = dense;
   options.runtime = "refusing";
