@@ -21,34 +21,10 @@ struct RepairCommandOptions {
 
 // The repaired trace is written to OUT.repairing and renamed to OUT at commit, not to the usual
 // OUT.partial: the most common input is OUT.partial itself (an interrupted `vtrace record -o OUT`).
-std::string temporary_of(const std::string& output) { return output + ".repairing"; }
-
-class RenamingSink final : public schema::ByteSink {
- public:
-  RenamingSink(std::unique_ptr<schema::ByteSink> inner, std::string temporary, std::string final)
-      : inner_(std::move(inner)), temporary_(std::move(temporary)), final_(std::move(final)) {}
-  schema::TraceResult<void> write(std::span<const std::uint8_t> bytes) override {
-    return inner_->write(bytes);
-  }
-  schema::TraceResult<void> flush() override { return inner_->flush(); }
-  schema::TraceResult<void> commit() override {
-    if (auto c = inner_->commit(); !c) return c;
-    std::error_code ec;
-    std::filesystem::rename(temporary_, final_, ec);
-    if (ec) {
-      return std::unexpected(schema::TraceError{
-          schema::TraceErrorKind::kIo,
-          fmt::format("cannot rename {} to {}: {}", temporary_, final_, ec.message())});
-    }
-    return {};
-  }
-  std::uint64_t bytes_written() const override { return inner_->bytes_written(); }
-  std::string describe() const override { return final_; }
-
- private:
-  std::unique_ptr<schema::ByteSink> inner_;
-  std::string temporary_, final_;
-};
+constexpr std::string_view kTemporarySuffix = ".repairing";
+std::string temporary_of(const std::string& output) {
+  return output + std::string(kTemporarySuffix);
+}
 
 std::string drop_text(const schema::RepairDrop& d) {
   return fmt::format("{}: {}", schema::repair_drop_where(d), d.reason);
@@ -118,10 +94,9 @@ int run_repair(const RepairCommandOptions& o, const GlobalOptions& global) {
   bool opened_output = false;
   const schema::OpenOutput open_output =
       [&]() -> schema::TraceResult<std::unique_ptr<schema::ByteSink>> {
-    auto raw = schema::open_raw_file_sink(temporary);
-    if (!raw) return std::unexpected(raw.error());
-    opened_output = true;
-    return std::make_unique<RenamingSink>(std::move(*raw), temporary, o.output);
+    auto sink = schema::open_file_sink(o.output, kTemporarySuffix);
+    if (sink) opened_output = true;
+    return sink;
   };
   auto report = schema::repair_trace(**source, open_output);
   if (!report) {

@@ -87,9 +87,40 @@ class FileSink final : public ByteSink {
 TraceResult<std::unique_ptr<ByteSink>> open_sink(const std::filesystem::path& write_path,
                                                  const std::filesystem::path& final_path,
                                                  bool rename) {
-  const int flags = O_WRONLY | O_CREAT | O_CLOEXEC | (rename ? O_TRUNC : 0);
-  const int fd = ::open(write_path.c_str(), flags, 0644);
+  if (!rename) {
+    const int fd = ::open(write_path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) return std::unexpected(io_error("cannot create", write_path, errno));
+    return std::make_unique<FileSink>(fd, write_path, final_path, rename);
+  }
+  // The temporary (.partial) file is ours to truncate, so it is opened only if it is a regular file of its
+  // own: a symbolic link planted at that name (say in /tmp) must not truncate what it points to,
+  // and a FIFO there must not block the open. The check names the case; O_NOFOLLOW, O_NONBLOCK
+  // and the fstat below keep it true if the name changes between the check and the open.
+  struct ::stat before {};
+  if (::lstat(write_path.c_str(), &before) == 0 && !S_ISREG(before.st_mode)) {
+    return std::unexpected(TraceError{
+        TraceErrorKind::kIo,
+        fmt::format("cannot create {}: it exists and is {}, and a trace is only written to a "
+                    "regular file of its own (remove it or choose another name)",
+                    write_path.string(),
+                    S_ISLNK(before.st_mode) ? "a symbolic link" : "not a regular file")});
+  }
+  const int fd = ::open(write_path.c_str(),
+                        O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
   if (fd < 0) return std::unexpected(io_error("cannot create", write_path, errno));
+  struct ::stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return std::unexpected(TraceError{
+        TraceErrorKind::kIo,
+        fmt::format("cannot create {}: it exists and is not a regular file", write_path.string())});
+  }
+  const int status_flags = ::fcntl(fd, F_GETFL);
+  if (status_flags < 0 || ::fcntl(fd, F_SETFL, status_flags & ~O_NONBLOCK) != 0) {
+    const int err = errno;
+    ::close(fd);
+    return std::unexpected(io_error("cannot create", write_path, err));
+  }
   return std::make_unique<FileSink>(fd, write_path, final_path, rename);
 }
 
@@ -155,7 +186,8 @@ class MemorySource final : public ByteSource {
 
 }  // namespace
 
-TraceResult<std::unique_ptr<ByteSink>> open_file_sink(const std::filesystem::path& path) {
+TraceResult<std::unique_ptr<ByteSink>> open_file_sink(const std::filesystem::path& path,
+                                                      std::string_view temporary_suffix) {
   // commit() renames over `path`: refuse anything but a regular file there, so a trace never
   // replaces a device node (/dev/full, /dev/null) or a directory.
   std::error_code ec;
@@ -167,9 +199,9 @@ TraceResult<std::unique_ptr<ByteSink>> open_file_sink(const std::filesystem::pat
                     "file (use open_raw_file_sink for devices)",
                     path.string())});
   }
-  std::filesystem::path partial = path;
-  partial += ".partial";
-  return open_sink(partial, path, true);
+  std::filesystem::path temporary = path;
+  temporary += temporary_suffix;
+  return open_sink(temporary, path, true);
 }
 
 TraceResult<std::unique_ptr<ByteSink>> open_raw_file_sink(const std::filesystem::path& path) {

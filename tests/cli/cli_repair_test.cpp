@@ -233,12 +233,28 @@ TEST_CASE("vtrace repair of a damaged footer keeps every event, and of an intact
   CHECK(replay_executed(dir / "fixed.vtrace", dir / "r.json").executed ==
         vs::TraceReader::open(dir / "full.vtrace").value()->event_count());
 
+  // A larger .repairing left by a repair that died is truncated, not written over in place (its
+  // tail would follow the copy).
+  write_bytes(dir / "copy.vtrace.repairing", Bytes(full.size() * 3, 0xA5));
   auto intact = run_vtrace(fmt::format("repair {} -o {}", (dir / "full.vtrace").string(),
                                        (dir / "copy.vtrace").string()));
   INFO(intact.output);
   CHECK(intact.code == 0);
   CHECK(intact.output.find("nothing to repair (it verifies)") != std::string::npos);
   CHECK(read_bytes(dir / "copy.vtrace") == full);
+  CHECK_FALSE(fs::exists(dir / "copy.vtrace.repairing"));
+
+  // A symbolic link at the .repairing name is refused: what it points to stays as it was.
+  write_bytes(dir / "precious", Bytes{1, 2, 3});
+  fs::create_symlink(dir / "precious", dir / "linked.vtrace.repairing");
+  auto linked = run_vtrace(fmt::format("repair {} -o {}", (dir / "footer.vtrace").string(),
+                                       (dir / "linked.vtrace").string()));
+  INFO(linked.output);
+  CHECK(linked.code == 2);
+  CHECK(linked.output.find("linked.vtrace.repairing: it exists and is a symbolic link") !=
+        std::string::npos);
+  CHECK(read_bytes(dir / "precious") == Bytes{1, 2, 3});
+  CHECK_FALSE(fs::exists(dir / "linked.vtrace"));
 }
 
 TEST_CASE(

@@ -6,6 +6,7 @@
 // checksum and recovery cases.
 #include <catch2/catch.hpp>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -669,6 +670,49 @@ TEST_CASE("a file sink refuses to rename a trace over a device node or a directo
     CHECK_FALSE(std::filesystem::exists(std::string(path) + ".partial"));
   }
   CHECK(std::filesystem::is_character_file("/dev/null"));
+}
+
+TEST_CASE("a file sink never writes its .partial through a link, a FIFO or a directory",
+          "[schema]") {
+  const auto target = temp_path("link-target.bin");
+  const auto path = temp_path("linked.vtrace");
+  std::filesystem::path partial = path;
+  partial += ".partial";
+  std::filesystem::remove_all(partial);
+  { std::ofstream(target) << "precious"; }
+  std::filesystem::create_symlink(target, partial);
+  auto linked = vs::open_file_sink(path);
+  REQUIRE_FALSE(linked.has_value());
+  CHECK(linked.error().kind == vs::TraceErrorKind::kIo);
+  CHECK_THAT(linked.error().message, Catch::Contains(partial.string()) &&
+                                         Catch::Contains("symbolic link"));
+  CHECK(std::filesystem::file_size(target) == 8);  // not truncated
+  std::filesystem::remove(partial);
+
+  REQUIRE(::mkfifo(partial.c_str(), 0600) == 0);
+  auto fifo = vs::open_file_sink(path);  // returns at once: no reader is waited for
+  REQUIRE_FALSE(fifo.has_value());
+  CHECK_THAT(fifo.error().message, Catch::Contains("not a regular file"));
+  std::filesystem::remove(partial);
+
+  std::filesystem::create_directory(partial);
+  auto dir = vs::open_file_sink(path);
+  REQUIRE_FALSE(dir.has_value());
+  CHECK_THAT(dir.error().message, Catch::Contains("not a regular file"));
+  std::filesystem::remove(partial);
+
+  // A leftover regular .partial is truncated and reused, as before.
+  { std::ofstream(partial) << "old bytes"; }
+  auto sink = vs::open_file_sink(path);
+  REQUIRE(sink.has_value());
+  CHECK(std::filesystem::file_size(partial) == 0);
+  const std::uint8_t byte = 7;
+  REQUIRE((*sink)->write({&byte, 1}).has_value());
+  REQUIRE((*sink)->commit().has_value());
+  CHECK(std::filesystem::file_size(path) == 1);
+  CHECK_FALSE(std::filesystem::exists(partial));
+  std::filesystem::remove(path);
+  std::filesystem::remove(target);
 }
 
 TEST_CASE("about_file names the file once, and a name inside another word is no naming",

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <memory>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "vtrace/schema/trace_error.h"
@@ -36,9 +37,14 @@ class ByteSource {
   virtual std::string describe() const = 0;
 };
 
-// Writes to "<path>.partial"; commit() renames it to `path`. Refuses (kIo) a `path` that exists
-// and is not a regular file: the rename would replace a device node or a directory.
-TraceResult<std::unique_ptr<ByteSink>> open_file_sink(const std::filesystem::path& path);
+// Writes to "<path><temporary_suffix>" (".partial" unless told: `vtrace repair` writes
+// ".repairing", as its input is often a .partial); commit() renames it to `path`. Refuses (kIo) a
+// `path` that exists and is not a regular file: the rename would replace a device node or a
+// directory. Refuses (kIo) a temporary file that exists and is not a regular file (a symbolic link,
+// a FIFO, a directory): a leftover regular one is truncated, and a link would truncate what it
+// points to.
+TraceResult<std::unique_ptr<ByteSink>> open_file_sink(const std::filesystem::path& path,
+                                                      std::string_view temporary_suffix = ".partial");
 // Writes to exactly `path` (for /dev/full and pipes in tests); commit() only flushes.
 TraceResult<std::unique_ptr<ByteSink>> open_raw_file_sink(const std::filesystem::path& path);
 TraceResult<std::unique_ptr<ByteSource>> open_file_source(const std::filesystem::path& path);
