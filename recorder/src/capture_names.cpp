@@ -43,6 +43,32 @@ std::filesystem::path take_capture_name(const std::filesystem::path& base) {
   }
 }
 
+std::filesystem::path take_capture_name_in_crash_child(const std::filesystem::path& base) {
+  std::unique_lock lock(g_mu, std::try_to_lock);
+  if (lock.owns_lock()) {
+    for (std::uint64_t n = 1;; ++n) {
+      auto candidate = n == 1 ? base : sibling(base, std::to_string(n));
+      if (g_taken.insert(key_of(candidate)).second) return candidate;
+    }
+  }
+  // Held by a thread of the parent that the fork did not copy: the lock is never released here
+  // and g_taken may be half updated, so the disk decides. A name is free when neither it nor
+  // its .partial exists: every window written so far exists, every capture still being written
+  // has its .partial, and a name taken but not yet written belonged to a thread that is gone.
+  for (std::uint64_t n = 1;; ++n) {
+    auto candidate = n == 1 ? base : sibling(base, std::to_string(n));
+    auto partial = candidate;
+    partial += ".partial";
+    std::error_code ec;
+    if (!std::filesystem::exists(std::filesystem::symlink_status(candidate, ec)) &&
+        !std::filesystem::exists(std::filesystem::symlink_status(partial, ec))) {
+      return candidate;
+    }
+  }
+}
+
+std::unique_lock<std::mutex> hold_capture_names() { return std::unique_lock(g_mu); }
+
 std::pair<std::filesystem::path, std::filesystem::path> take_journal_names(
     const std::filesystem::path& base) {
   const std::lock_guard lock(g_mu);

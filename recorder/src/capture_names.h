@@ -9,13 +9,14 @@
 // are compared after std::filesystem::absolute and lexically_normal, so `w.vtrace` and
 // `./w.vtrace` are one family. A name once taken stays taken for the life of the process.
 //
-// Thread rules: safe from any thread (one mutex). The crash window calls it in the forked child
-//   of a dying process, where the mutex may be held by a thread that no longer exists: that
-//   child is already best effort and killed by an alarm (signal_flag.h).
+// Thread rules: safe from any thread (one mutex). The crash window takes its name in the forked
+//   child of a dying process, where the mutex may be held by a thread that no longer exists:
+//   take_capture_name_in_crash_child does not wait for it there.
 // Errors: the allocators cannot fail (short of std::bad_alloc); check_capture_path below.
 #pragma once
 
 #include <filesystem>
+#include <mutex>
 #include <utility>
 
 #include "vtrace/schema/trace_error.h"
@@ -24,6 +25,14 @@ namespace vtrace::recorder::detail {
 
 // The first member of `base`'s family no recording of this process has taken; takes it.
 std::filesystem::path take_capture_name(const std::filesystem::path& base);
+// take_capture_name for the crash child (signal_flag.h), which has one thread: when the lock is
+// held (by a parent thread the fork did not copy, which will never release it), the first member
+// of the family that is not on disk, neither as itself nor as its .partial, without reading or
+// changing the taken set (it may be half updated).
+std::filesystem::path take_capture_name_in_crash_child(const std::filesystem::path& base);
+// Holds the allocator's lock while the returned lock lives: for the test of the crash child
+// (a thread holding it while another thread crashes).
+std::unique_lock<std::mutex> hold_capture_names();
 // The first free journal pair of `base`; takes both names.
 std::pair<std::filesystem::path, std::filesystem::path> take_journal_names(
     const std::filesystem::path& base);

@@ -705,8 +705,11 @@ schema::TraceResult<std::filesystem::path> FlightRecorder::write_window(
   header.metadata = window_metadata(metadata_source_, w);
 
   // The next free name of the base path's family, process-wide (capture_names.h): another
-  // recorder's windows or captures never take the same file.
-  const auto path = take_capture_name(base_path_);
+  // recorder's windows or captures never take the same file. The crash window is written in the
+  // forked child of a dying process, where another thread may have held the allocator's lock.
+  const auto path = trigger.kind == FlightTriggerKind::kCrash
+                        ? take_capture_name_in_crash_child(base_path_)
+                        : take_capture_name(base_path_);
   auto sink = schema::open_file_sink(path);
   if (!sink) return refuse(sink.error());
   auto writer = schema::TraceWriter::create(std::move(*sink), std::move(header), writer_options_);

@@ -9,6 +9,9 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <chrono>
+#include <mutex>
+#include <condition_variable>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -19,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "capture_names.h"
 #include "recorder_test_support.h"
 #include "support/test_support.h"
 #include "vtrace/recorder/open.h"
@@ -697,6 +701,61 @@ TEST_CASE("flight: a process that dies of a fatal signal inside a submit leaves 
     const auto replayed = replay(dir / "w.vtrace");
     CHECK(replayed.unfinished_submits.size() == 1);
     CHECK(replayed.checked.readbacks >= 3);
+    std::filesystem::remove_all(dir);
+  }
+}
+
+TEST_CASE(
+    "flight: the crash window is written when another thread held the capture-name lock at the "
+    "crash") {
+#if defined(__SANITIZE_THREAD__)
+  VTRACE_SKIP("the crash window is not run under ThreadSanitizer");
+#endif
+  // The lock holder is a thread of the dying process: the forked child has no copy of it, so the
+  // lock is never released there. The window must not wait for it (the alarm would kill the
+  // child after kCrashWindowSeconds with nothing written); the disk picks the name instead.
+  for (const bool leftover : {false, true}) {
+    const auto dir = fresh_dir("vtrace_flight_crash_lock_test");
+    if (leftover) std::ofstream(dir / "w.vtrace") << "an earlier run's file";
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      const int null = ::open("/dev/null", O_WRONLY);
+      ::dup2(null, 1);
+      ::dup2(null, 2);
+      auto rec = RecordingRuntime::create(std::make_unique<DyingRuntime>(13, SIGSEGV), "reference",
+                                          dir / "w.vtrace", flight_options(4));
+      std::mutex mu;
+      std::condition_variable cv;
+      bool held = false;
+      std::thread holder([&] {
+        auto lock = vtrace::recorder::detail::hold_capture_names();
+        {
+          const std::lock_guard g(mu);
+          held = true;
+        }
+        cv.notify_one();
+        for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
+      });
+      {
+        std::unique_lock g(mu);
+        cv.wait(g, [&] { return held; });
+      }
+      if (rec) (void)wl::run_workload(small_decode(20), **rec, nullptr);
+      ::_exit(0);  // not reached when the crash ends the child
+    }
+    int status = 0;
+    REQUIRE(::waitpid(pid, &status, 0) == pid);
+    INFO("leftover " << leftover << ", wait status " << status);
+    CHECK_FALSE((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+    const auto window = dir / (leftover ? "w.2.vtrace" : "w.vtrace");
+    REQUIRE(std::filesystem::exists(window));
+    CHECK(window_of(window).trigger == "crash");
+    CHECK(replay(window).unfinished_submits.size() == 1);
+    if (leftover) {
+      std::ifstream in(dir / "w.vtrace");
+      CHECK(std::string(std::istreambuf_iterator<char>(in), {}) == "an earlier run's file");
+    }
     std::filesystem::remove_all(dir);
   }
 }
