@@ -145,13 +145,30 @@ class Timeline {
                                                               : start + dur(s.ordinal);
     const double length = std::max(stop - start, 0.0);
     ++stats_.batches;
-    slice(tid, fmt::format("batch ({} commands)", b.entries.size()), start, length,
-          {{"event", s.ordinal},
-           {"commands", b.entries.size()},
-           {"stream", b.stream.ordinal},
-           {"completed", end != nullptr}});
+    // What the submit answered: a fence (submitted), DefinitelyNotSubmitted, a rejection for
+    // attribution, or nothing (the trace ends inside the submit).
+    const auto* ended = end != nullptr ? std::get_if<rp::step::SubmitEnd>(&end->body) : nullptr;
+    const bool submitted = ended != nullptr && ended->fence.has_value();
+    const char* outcome = ended == nullptr ? "unfinished"
+                          : submitted      ? "submitted"
+                          : ended->rejected ? "rejected"
+                                            : "not submitted";
+    json batch_args = {{"event", s.ordinal},
+                 {"commands", b.entries.size()},
+                 {"stream", b.stream.ordinal},
+                 {"completed", submitted},
+                 {"outcome", outcome}};
+    if (ended != nullptr && ended->not_submitted) {
+      batch_args["error"] = rp::outcome_text(ended->not_submitted);
+    } else if (ended != nullptr && ended->rejected) {
+      batch_args["error"] = "attribution unavailable";
+    }
+    slice(tid,
+          submitted ? fmt::format("batch ({} commands)", b.entries.size())
+                    : fmt::format("batch ({} commands, {})", b.entries.size(), outcome),
+          start, length, std::move(batch_args));
     batches_[s.ordinal] = {tid, start};
-    last_batch_[tid] = s.ordinal;
+    if (submitted) last_batch_[tid] = s.ordinal;  // a batch that never ran feeds no readback
     // The entries divide their batch evenly: no per-command time is recorded or measured.
     const double each = b.entries.empty() ? 0.0 : length / static_cast<double>(b.entries.size());
     for (std::size_t i = 0; i < b.entries.size(); ++i) {

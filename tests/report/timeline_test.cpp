@@ -51,18 +51,23 @@ TEST_CASE("a timeline has a track per stream, batches holding their commands, fl
     INFO(name);
     const auto plan = plan_of(name);
     std::uint64_t submits = 0, entries = 0, snapshots = 0, readbacks = 0, after_batch = 0;
-    std::set<std::uint64_t> streams;
+    std::set<std::uint64_t> streams, ran_on;  // streams with a batch; with a submitted batch
+    std::map<std::uint64_t, std::string> outcome;  // SubmitBegin event -> what its submit said
     for (const auto& s : plan.steps()) {
       if (const auto* b = std::get_if<rp::step::SubmitBegin>(&s.body)) {
         ++submits;
         entries += b->entries.size();
         streams.insert(b->stream.ordinal);
+        const auto* end = plan.submit_end(s.ordinal);
+        const auto& e = std::get<rp::step::SubmitEnd>(end->body);
+        outcome[s.ordinal] = e.fence ? "submitted" : e.rejected ? "rejected" : "not submitted";
+        if (e.fence) ran_on.insert(b->stream.ordinal);
       }
       if (std::holds_alternative<rp::step::CounterSnapshot>(s.body)) ++snapshots;
       if (const auto* r = std::get_if<rp::step::Readback>(&s.body)) {
         ++readbacks;
         // A readback on an own stream some batch ran on before it.
-        if (r->stream.space == rp::ObjectRef::Space::kOwn && streams.count(r->stream.ordinal)) {
+        if (r->stream.space == rp::ObjectRef::Space::kOwn && ran_on.count(r->stream.ordinal)) {
           ++after_batch;
         }
       }
@@ -90,6 +95,18 @@ TEST_CASE("a timeline has a track per stream, batches holding their commands, fl
     }
     CHECK(batches.size() == submits);
     CHECK(stats.batches == submits);
+    // Each batch says what its submit answered; one that was not submitted says why, in its name
+    // and its args (the contract traces hold such submits).
+    std::uint64_t not_submitted = 0;
+    for (const auto& b : batches) {
+      const std::string want = outcome.at(b["args"]["event"].get<std::uint64_t>());
+      CHECK(b["args"]["outcome"] == want);
+      CHECK(b["args"]["completed"] == (want == "submitted"));
+      CHECK(b["args"].contains("error") == (want != "submitted"));
+      CHECK((std::string(b["name"]).find(want) != std::string::npos) == (want != "submitted"));
+      not_submitted += want == "submitted" ? 0U : 1U;
+    }
+    if (std::string(name).starts_with("contract")) CHECK(not_submitted > 0);
     CHECK(commands.size() == entries);
     CHECK(reads.size() == readbacks);
     for (const auto& c : commands) {
