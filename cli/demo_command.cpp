@@ -153,7 +153,7 @@ int run_demo(const DemoOptions& o) {
              ms(t3 - t2) > 0 ? ms(t2 - t1) / ms(t3 - t2) : 0.0);
   const auto& cmp = *compared;
   fmt::print("  {:<22} {} ({} commands compared, --deep)\n", "vs cpu-splitk", cmp.verdict(),
-             cmp.commands.size());
+             cmp.counts().commands);
   if (cmp.first_divergence) {
     const auto& f = *cmp.first_divergence;
     fmt::print("  {:<22} event {} ({}) {}: {}\n", "first divergence", f.event, f.kind, f.call,

@@ -22,42 +22,45 @@ std::string stats_text(const drift::PairResult& p) {
 }
 
 // --resync: which commands introduce error, and which only carry in what an earlier one made.
+// Counted per command in its batch (CompareCounts); a command's regions are listed each.
 void print_introduced(const drift::CompareReport& r) {
   std::vector<const drift::CommandComparison*> introducing;
-  std::uint64_t carried_only = 0;
   for (const auto& c : r.commands) {
-    if (c.introduced.empty()) continue;
-    const bool introduces = std::any_of(c.introduced.begin(), c.introduced.end(),
-                                        [](const drift::PairResult& p) { return !p.agrees; });
-    if (introduces) {
+    if (std::any_of(c.introduced.begin(), c.introduced.end(),
+                    [](const drift::PairResult& p) { return !p.agrees; })) {
       introducing.push_back(&c);
-    } else if (!c.agrees) {
-      ++carried_only;
     }
   }
-  fmt::print("introduced error (--resync): {} commands introduce error, {} only carry it in\n",
-             introducing.size(), carried_only);
+  const auto n = r.counts();
+  fmt::print("introduced error (--resync): {} of {} commands introduce error, {} only carry it in\n",
+             n.commands_introducing, n.commands, n.commands_carrying_only);
   for (std::size_t i = 0; i < std::min<std::size_t>(10, introducing.size()); ++i) {
     const auto& c = *introducing[i];
     for (std::size_t k = 0; k < c.introduced.size(); ++k) {
       const auto& in = c.introduced[k];
       if (in.agrees) continue;
       const auto& carried = c.results[k];
-      fmt::print("  event {} {} {}{}: {} introduced {} (max ulp {}), carried {} (max ulp {})\n",
+      fmt::print("  event {} {} {}{} {}: {} introduced {} (max ulp {}), carried {} (max ulp {})\n",
                  c.event, c.kind, c.shapes, c.node_index ? fmt::format(" node {}", *c.node_index) : "",
-                 in.runtime, drift::drift_class_name(in.cls), in.stats.max_ulp,
+                 c.region, in.runtime, drift::drift_class_name(in.cls), in.stats.max_ulp,
                  drift::drift_class_name(carried.cls), carried.stats.max_ulp);
     }
   }
-  if (introducing.size() > 10) fmt::print("  ... {} more in --json\n", introducing.size() - 10);
+  if (introducing.size() > 10) {
+    fmt::print("  ... {} more regions in --json\n", introducing.size() - 10);
+  }
 }
 
 }  // namespace
 
 void print_drift_report(const drift::CompareReport& r, const std::string& reproduce) {
-  fmt::print("{} on {} (baseline {}, check {}{}): {} events, {} commands compared\n", r.trace,
+  const auto n = r.counts();
+  fmt::print("{} on {} (baseline {}, check {}{}): {} events, {} results compared{}\n", r.trace,
              fmt::format("{}", fmt::join(r.runtimes, ", ")), r.runtimes.front(), r.check,
-             r.resync ? ", deep, resync" : (r.deep ? ", deep" : ""), r.events, r.commands.size());
+             r.resync ? ", deep, resync" : (r.deep ? ", deep" : ""), r.events, n.results,
+             n.regions == 0 ? fmt::format(" ({} readbacks)", n.readbacks)
+                            : fmt::format(" ({} regions written by {} commands, {} readbacks)",
+                                          n.regions, n.commands, n.readbacks));
   if (r.first_divergence) {
     const auto& f = *r.first_divergence;
     fmt::print("first divergence: event {} ({}) {}{}\n  runtime {}: {}\n", f.event, f.kind, f.call,
@@ -91,7 +94,12 @@ void print_drift_report(const drift::CompareReport& r, const std::string& reprod
   }
   std::stable_sort(bad.begin(), bad.end(),
                    [](auto* a, auto* b) { return drift::worse_command(*a, *b); });
-  if (!bad.empty()) fmt::print("worst commands ({} disagree):\n", bad.size());
+  if (!bad.empty()) {
+    fmt::print("worst results ({} of {} disagree{}):\n", bad.size(), n.results,
+               n.regions == 0 ? ""
+                              : fmt::format("; {} of {} commands", n.commands_disagreeing,
+                                            n.commands));
+  }
   for (std::size_t i = 0; i < std::min<std::size_t>(5, bad.size()); ++i) {
     const auto& c = *bad[i];
     for (const auto& p : c.results) {

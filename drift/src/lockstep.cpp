@@ -444,6 +444,33 @@ const CommandComparison* CompareReport::command_of(const FirstDivergence& diverg
   return it == commands.end() ? nullptr : &*it;
 }
 
+CompareCounts CompareReport::counts() const {
+  CompareCounts n;
+  struct Seen {
+    bool disagrees = false, introduces = false;
+  };
+  std::map<std::pair<std::uint64_t, std::uint64_t>, Seen> seen;  // (submit_event, command)
+  for (const auto& c : commands) {
+    ++n.results;
+    if (!c.command) {
+      ++n.readbacks;
+      continue;
+    }
+    ++n.regions;
+    auto& s = seen[{c.submit_event.value_or(0), *c.command}];
+    s.disagrees = s.disagrees || !c.agrees;
+    s.introduces = s.introduces || std::any_of(c.introduced.begin(), c.introduced.end(),
+                                               [](const PairResult& p) { return !p.agrees; });
+  }
+  n.commands = seen.size();
+  for (const auto& [key, s] : seen) {
+    n.commands_disagreeing += s.disagrees ? 1U : 0U;
+    n.commands_introducing += s.introduces ? 1U : 0U;
+    n.commands_carrying_only += s.disagrees && !s.introduces ? 1U : 0U;
+  }
+  return n;
+}
+
 std::string CompareReport::verdict() const {
   if (!structural.empty()) return "structural";
   for (const auto& c : commands) {
@@ -451,6 +478,18 @@ std::string CompareReport::verdict() const {
   }
   return "match";
 }
+
+namespace {
+nlohmann::json counts_json(const CompareCounts& n) {
+  return {{"results", n.results},
+          {"readbacks", n.readbacks},
+          {"regions", n.regions},
+          {"commands", n.commands},
+          {"commands_disagreeing", n.commands_disagreeing},
+          {"commands_introducing", n.commands_introducing},
+          {"commands_carrying_only", n.commands_carrying_only}};
+}
+}  // namespace
 
 nlohmann::json CompareReport::to_json() const {
   nlohmann::json commands_json = nlohmann::json::array();
@@ -505,6 +544,7 @@ nlohmann::json CompareReport::to_json() const {
                         {"resync", resync},
                         {"events", events},
                         {"commands_compared", commands.size()},
+                        {"counts", counts_json(counts())},
                         {"first_divergence", divergence_json(first_divergence)},
                         {"first_introduced", divergence_json(first_introduced)},
                         {"commands", commands_json},

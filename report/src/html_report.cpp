@@ -138,7 +138,16 @@ class Page {
     row("deep", r_.deep ? "yes" : "no");
     row("resync", r_.resync ? "yes" : "no");
     row("events", std::to_string(r_.events));
-    row("commands compared", std::to_string(r_.commands.size()));
+    const auto n = r_.counts();
+    row("results compared",
+        n.regions == 0 ? fmt::format("{} ({} readbacks)", n.results, n.readbacks)
+                       : fmt::format("{} ({} regions written by {} commands, {} readbacks)",
+                                     n.results, n.regions, n.commands, n.readbacks));
+    if (r_.resync) {
+      row("introduced error", fmt::format("{} of {} commands introduce error, {} only carry it in",
+                                          n.commands_introducing, n.commands,
+                                          n.commands_carrying_only));
+    }
     row("verdict", fmt::format("<b class=\"verdict-{0}\">{0}</b>", r_.verdict()));
     if (!o_.reproduce.empty()) row("reproduce", "<code>" + escape(o_.reproduce) + "</code>");
     out_ << "</table></section>\n";
@@ -328,8 +337,8 @@ class Page {
     }
     std::stable_sort(bad.begin(), bad.end(),
                      [](auto* a, auto* b) { return drift::worse_command(*a, *b); });
-    out_ << fmt::format("<section id=\"worst\"><h2>Worst commands ({} disagree)</h2>\n",
-                        bad.size());
+    out_ << fmt::format("<section id=\"worst\"><h2>Worst results ({} of {} disagree)</h2>\n",
+                        bad.size(), r_.commands.size());
     if (bad.empty()) {
       out_ << "<p>None.</p></section>\n";
       return;

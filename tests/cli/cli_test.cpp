@@ -690,6 +690,17 @@ TEST_CASE(
   std::ifstream in(json);
   const auto report = nlohmann::json::parse(in);
   CHECK(report["resync"] == true);
+  // The text counts commands, as the JSON's counts do: not the regions they wrote.
+  const auto& counts = report["counts"];
+  CHECK(resync.output.find(fmt::format(
+            "introduced error (--resync): {} of {} commands introduce error, {} only carry it in",
+            counts["commands_introducing"].get<std::uint64_t>(),
+            counts["commands"].get<std::uint64_t>(),
+            counts["commands_carrying_only"].get<std::uint64_t>())) != std::string::npos);
+  CHECK(resync.output.find(fmt::format("results compared ({} regions written by {} commands",
+                                       counts["regions"].get<std::uint64_t>(),
+                                       counts["commands"].get<std::uint64_t>())) !=
+        std::string::npos);
   REQUIRE(report["first_introduced"].is_object());
   const auto event = report["first_divergence"]["event"].get<std::uint64_t>();
 

@@ -398,6 +398,44 @@ TEST_CASE(
   CHECK(missing.error().kind == rp::ReplayFailure::Kind::kTrace);
 }
 
+TEST_CASE("a report counts commands per batch, not per compared region", "[drift]") {
+  // Entries as compare --resync makes them: command 4 wrote two regions in the batch at event 10
+  // (one introduces error) and ran again in the batch at event 20 (it only carries error in
+  // there); command 5 agrees; one readback disagrees.
+  const auto entry = [](std::optional<std::uint64_t> command, std::uint64_t submit, bool agrees,
+                        bool introduces) {
+    dr::CommandComparison c;
+    c.command = command;
+    if (command) c.submit_event = submit;
+    c.agrees = agrees;
+    c.results.push_back({"b", agrees ? dr::DriftClass::kBitwise : dr::DriftClass::kDrift, agrees,
+                         {}, {}});
+    if (command) {
+      c.introduced.push_back({"b",
+                              introduces ? dr::DriftClass::kDrift : dr::DriftClass::kBitwise,
+                              !introduces, {}, {}});
+    }
+    return c;
+  };
+  dr::CompareReport r;
+  r.commands = {entry(4, 10, false, true),  entry(4, 10, false, false),
+                entry(5, 10, true, false),  entry(4, 20, false, false),
+                entry(std::nullopt, 0, false, false)};
+  const auto n = r.counts();
+  CHECK(n.results == 5);
+  CHECK(n.readbacks == 1);
+  CHECK(n.regions == 4);
+  CHECK(n.commands == 3);  // (10, 4), (10, 5), (20, 4)
+  CHECK(n.commands_disagreeing == 2);
+  CHECK(n.commands_introducing == 1);
+  CHECK(n.commands_carrying_only == 1);
+  const auto json = r.to_json()["counts"];
+  CHECK(json["commands"] == 3);
+  CHECK(json["regions"] == 4);
+  CHECK(json["commands_introducing"] == 1);
+  CHECK(json["commands_carrying_only"] == 1);
+}
+
 TEST_CASE(
     "compare --resync tells the commands that introduce error from those that only carry it in",
     "[drift]") {

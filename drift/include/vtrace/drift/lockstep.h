@@ -133,6 +133,22 @@ struct RecoveredTrace {
   nlohmann::json to_json() const;
 };
 
+// How many of a report's `commands` entries are what. An entry is one compared result: a
+// product readback, or (deep) one region a command wrote in one batch, so a command that writes
+// several regions is several entries, and a command submitted in several batches is compared
+// once per batch. "Commands" below are (submit_event, command) pairs: one command in one batch.
+struct CompareCounts {
+  std::uint64_t results = 0;    // entries of `commands`
+  std::uint64_t readbacks = 0;  // entries of a readback (no command)
+  std::uint64_t regions = 0;    // entries of a command: one per region it wrote
+  std::uint64_t commands = 0;   // distinct commands among those
+  std::uint64_t commands_disagreeing = 0;  // a region of theirs disagrees
+  // --resync (0 otherwise): commands with a region whose introduced error disagrees, and those
+  // that disagree without introducing any (they only carry in an earlier command's error).
+  std::uint64_t commands_introducing = 0;
+  std::uint64_t commands_carrying_only = 0;
+};
+
 struct CompareReport {
   std::string trace;
   std::vector<std::string> runtimes;
@@ -160,6 +176,9 @@ struct CompareReport {
 
   // The compared command (region) a FirstDivergence names, or nullptr (a structural one).
   const CommandComparison* command_of(const FirstDivergence& divergence) const;
+
+  // The entries of `commands` counted by what they are (CompareCounts).
+  CompareCounts counts() const;
 
   // "match", "drift" (numbers differ under the check) or "structural".
   std::string verdict() const;
