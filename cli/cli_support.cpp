@@ -224,7 +224,8 @@ std::string partial_note(const std::string& output) {
   const std::string partial = output + ".partial";
   if (!std::filesystem::is_regular_file(partial, ec)) return "";
   return fmt::format("; the events recorded so far are in {} (`{}` finishes it)", partial,
-                     shell_command({"vtrace", "repair", partial, "-o", output}));
+                     shell_command({"vtrace", "repair", path_argument(partial), "-o",
+                                    path_argument(output)}));
 }
 
 std::string human_bytes(std::uint64_t bytes) {

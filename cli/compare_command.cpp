@@ -93,7 +93,8 @@ int run_compare(const CompareCommandOptions& o, const GlobalOptions& global) {
   }
   warn_incomplete(*report, "compare");
   std::string reproduce =
-      shell_command({"vtrace", "compare", o.trace, "--runtimes", o.runtimes, "--check", o.check});
+      shell_command({"vtrace", "compare", path_argument(o.trace), "--runtimes", o.runtimes,
+                     "--check", o.check});
   if (o.deep) reproduce += " --deep";
   if (o.resync) reproduce += " --resync";
   if (!global.quiet || !report->matched()) print_drift_report(*report, reproduce);

@@ -176,14 +176,14 @@ int run_demo(const DemoOptions& o) {
                repro_splitk->matched() ? "match" : "mismatch");
   }
   // The commands to look further, each one a line that runs as printed (shell words).
-  const std::string t = shell_quote(trace.string());
+  const std::string t = shell_quote(path_argument(trace.string()));
   fmt::print("\ntrace: {}\n", trace.string());
   fmt::print("try:   vtrace info {0}  |  vtrace dump {0} --events 0:5  |  vtrace replay {0}\n", t);
   fmt::print(
       "       vtrace compare {0} --runtimes reference,cpu-splitk --resync --html report.html\n", t);
   if (extracted) {
     fmt::print("       vtrace replay {0} --runtime cpu-splitk  |  vtrace dump {0}\n",
-               shell_quote(repro.string()));
+               shell_quote(path_argument(repro.string())));
   }
   // Expected: bit-exact on reference and cpu, cpu-splitk's drift found (its reductions are
   // longer than one 256-long block here), and its first divergent command reproduced alone.

@@ -36,7 +36,8 @@ int run_diff(const DiffCommandOptions& o, const GlobalOptions& global) {
     return kExitUsage;
   }
   warn_incomplete(*report, "diff");
-  const std::string reproduce = shell_command({"vtrace", "diff", o.a, o.b, "--check", o.check});
+  const std::string reproduce = shell_command(
+      {"vtrace", "diff", path_argument(o.a), path_argument(o.b), "--check", o.check});
   if (!global.quiet || !report->matched()) print_drift_report(*report, reproduce);
   std::fflush(stdout);
   if (o.json && !write_json_report(*o.json, report->to_json())) return kExitUsage;

@@ -70,7 +70,7 @@ void print_report(const RepairCommandOptions& o, const schema::RepairReport& r) 
              r.drops.size() == 1 ? "" : "s");
   if (!r.input_state.empty()) fmt::print("  input: {}\n", r.input_state);
   for (const auto& d : r.drops) fmt::print("  dropped {}\n", drop_text(d));
-  fmt::print("  check it: vtrace verify {}\n", shell_quote(o.output));
+  fmt::print("  check it: vtrace verify {}\n", shell_quote(path_argument(o.output)));
 }
 
 int run_repair(const RepairCommandOptions& o, const GlobalOptions& global) {

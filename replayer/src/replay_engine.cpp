@@ -60,7 +60,7 @@ ReplayReport execute_plan(const ReplayPlan& plan, runtime::DeviceRuntime& runtim
                  describe_step(s),
                  std::move(text.expected),
                  std::move(text.actual),
-                 shell_command({"vtrace", "replay", options.trace_label, "--events",
+                 shell_command({"vtrace", "replay", path_argument(options.trace_label), "--events",
                                 fmt::format("{}:{}", s.ordinal, s.ordinal + 1), "--runtime",
                                 options.runtime_name, "--check", options.check.to_string()}),
                  std::move(difference)};

@@ -17,6 +17,10 @@ std::string shell_quote(const std::string& word) {
   return out + "'";
 }
 
+std::string path_argument(const std::string& path) {
+  return path.starts_with('-') ? "./" + path : path;
+}
+
 std::string shell_command(std::initializer_list<std::string> words) {
   std::string line;
   for (const auto& word : words) {

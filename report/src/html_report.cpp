@@ -94,9 +94,9 @@ class Page {
  private:
   std::string extract_line(const CommandComparison& c) const {
     if (o_.trace_path.empty() || !c.command) return escape(o_.reproduce);
-    std::string line = replayer::shell_command({"vtrace", "extract", o_.trace_path, "--event",
-                                                std::to_string(c.event), "-o",
-                                                fmt::format("repro-{}.vtrace", c.event)});
+    std::string line = replayer::shell_command(
+        {"vtrace", "extract", replayer::path_argument(o_.trace_path), "--event",
+         std::to_string(c.event), "-o", fmt::format("repro-{}.vtrace", c.event)});
     // extract's baseline defaults to reference: name any other.
     if (!r_.runtimes.empty() && r_.runtimes.front() != "reference") {
       line += " " + replayer::shell_command({"--runtime", r_.runtimes.front()});

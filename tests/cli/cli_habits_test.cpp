@@ -197,6 +197,42 @@ TEST_CASE("every reproduce line runs in a shell even for a path with a space", "
   CHECK(diffed.output == diff.output);
 }
 
+TEST_CASE("a reproduce line runs for a trace whose name starts with a dash", "[cli][habits]") {
+  // `vtrace replay -- -t.vtrace` is how such a file is named; the line printed names it
+  // `./-t.vtrace`, which no option parser takes for an option.
+  vtrace::test::ScratchDir dir("habits-dash");
+  vtrace::test::record_workload(vtrace::test::small_decode_spec(), dir / "-recorded.vtrace");
+  const auto changed = vtrace::test::rewrite_with_altered_readback(
+      dir / "-recorded.vtrace", (dir / "-altered.vtrace").string(),
+      [](std::uint16_t v) { return static_cast<std::uint16_t>(v ^ 0x0400); });
+  const auto bin = fs::path(VTRACE_CLI_PATH).parent_path().string();
+  const auto in_dir = [&](const std::string& line) {
+    return run_shell(fmt::format("cd '{}' && export PATH=\"{}:$PATH\"; {}", (dir / "").string(),
+                                 bin, line));
+  };
+  REQUIRE(in_dir("vtrace record --workload decode --hidden 48 --ffn 1024 --layers 2 --steps 2 "
+                 "-o ./-long.vtrace")
+              .code == 0);
+  for (const char* command : {"vtrace replay -- -altered.vtrace",
+                              "vtrace compare --runtimes reference,cpu-splitk -- -long.vtrace",
+                              "vtrace diff -- -altered.vtrace -recorded.vtrace"}) {
+    INFO(command);
+    auto first = in_dir(command);
+    INFO(first.output);
+    REQUIRE(first.code == 1);
+    const auto line = line_after(first.output, "reproduce: ");
+    INFO(line);
+    const bool compare = std::string(command).starts_with("vtrace compare");
+    CHECK_THAT(line, Catch::Contains(compare ? " ./-long.vtrace" : " ./-altered.vtrace"));
+    auto again = in_dir(line);
+    INFO(again.output);
+    CHECK(again.code == 1);
+    if (!compare) {
+      CHECK_THAT(again.output, Catch::Contains(fmt::format("event {}", changed.event)));
+    }
+  }
+}
+
 TEST_CASE("vtrace names an unknown subcommand and the nearest one and has help and --version",
           "[cli][habits]") {
   auto typo = run_vtrace("replya");

@@ -11,6 +11,10 @@ namespace vtrace::replayer {
 // `word` unchanged when it holds only characters no shell treats specially (letters, digits and
 // -_./:,=+@%), else in single quotes (a ' inside as '\'').
 std::string shell_quote(const std::string& word);
+// A file path as one argument of a command: "./" before it when it starts with '-', so no
+// option parser (vtrace's included) takes `-x.vtrace` for an option; unchanged otherwise. Not
+// quoted: pass it to shell_command or shell_quote.
+std::string path_argument(const std::string& path);
 // The words shell_quote'd, joined by single spaces.
 std::string shell_command(std::initializer_list<std::string> words);
 
