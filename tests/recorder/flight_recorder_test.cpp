@@ -15,6 +15,7 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <optional>
 #include <string>
@@ -655,6 +656,29 @@ class DyingRuntime final : public rt::ForwardingRuntime {
   std::uint64_t submits_ = 0;
 };
 
+// Forks a product that records `small_decode(20)` through a flight recorder to dir/w.vtrace and
+// dies of `signal` inside its `die_at`-th submit; `before` runs in the product right before the
+// workload. Returns the product's wait status. The product's output (the default handler's, a
+// sanitizer's report of the re-raised signal) is not the test's.
+int run_dying_product(const std::filesystem::path& dir, std::uint64_t die_at, int signal,
+                      const std::function<void()>& before = {}) {
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    const int null = ::open("/dev/null", O_WRONLY);
+    ::dup2(null, 1);
+    ::dup2(null, 2);
+    auto rec = RecordingRuntime::create(std::make_unique<DyingRuntime>(die_at, signal),
+                                        "reference", dir / "w.vtrace", flight_options(4));
+    if (before) before();
+    if (rec) (void)wl::run_workload(small_decode(20), **rec, nullptr);
+    ::_exit(0);  // not reached when the crash ends the product
+  }
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  return status;
+}
+
 }  // namespace
 
 TEST_CASE("flight: a process that dies of a fatal signal inside a submit leaves its window") {
@@ -666,21 +690,7 @@ TEST_CASE("flight: a process that dies of a fatal signal inside a submit leaves 
   constexpr std::uint64_t kDieAt = 13;  // a decode step's submit
   for (const int signal : {SIGSEGV, SIGABRT, SIGBUS, SIGFPE}) {
     const auto dir = fresh_dir("vtrace_flight_crash_test");
-    const pid_t pid = ::fork();
-    REQUIRE(pid >= 0);
-    if (pid == 0) {
-      // The child: a product that dies. Its output (the default handler's, a sanitizer's
-      // report of the re-raised signal) is not this test's.
-      const int null = ::open("/dev/null", O_WRONLY);
-      ::dup2(null, 1);
-      ::dup2(null, 2);
-      auto rec = RecordingRuntime::create(std::make_unique<DyingRuntime>(kDieAt, signal),
-                                          "reference", dir / "w.vtrace", flight_options(4));
-      if (rec) (void)wl::run_workload(small_decode(20), **rec, nullptr);
-      ::_exit(0);  // not reached when the crash ends the child
-    }
-    int status = 0;
-    REQUIRE(::waitpid(pid, &status, 0) == pid);
+    const int status = run_dying_product(dir, kDieAt, signal);
     INFO("signal " << signal << ", wait status " << status);
     // It died (of the signal, or of a sanitizer's report of it), after the window was written.
     CHECK_FALSE((WIFEXITED(status) && WEXITSTATUS(status) == 0));
@@ -717,35 +727,24 @@ TEST_CASE(
   for (const bool leftover : {false, true}) {
     const auto dir = fresh_dir("vtrace_flight_crash_lock_test");
     if (leftover) std::ofstream(dir / "w.vtrace") << "an earlier run's file";
-    const pid_t pid = ::fork();
-    REQUIRE(pid >= 0);
-    if (pid == 0) {
-      const int null = ::open("/dev/null", O_WRONLY);
-      ::dup2(null, 1);
-      ::dup2(null, 2);
-      auto rec = RecordingRuntime::create(std::make_unique<DyingRuntime>(13, SIGSEGV), "reference",
-                                          dir / "w.vtrace", flight_options(4));
-      std::mutex mu;
-      std::condition_variable cv;
-      bool held = false;
-      std::thread holder([&] {
+    const int status = run_dying_product(dir, 13, SIGSEGV, [] {
+      // A thread that holds the lock for good; the workload starts once it holds it. (Static:
+      // the detached thread outlives this function.)
+      static std::mutex mu;
+      static std::condition_variable cv;
+      static bool held = false;
+      std::thread([] {
         auto lock = vtrace::recorder::detail::hold_capture_names();
         {
           const std::lock_guard g(mu);
           held = true;
+          cv.notify_one();
         }
-        cv.notify_one();
         for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
-      });
-      {
-        std::unique_lock g(mu);
-        cv.wait(g, [&] { return held; });
-      }
-      if (rec) (void)wl::run_workload(small_decode(20), **rec, nullptr);
-      ::_exit(0);  // not reached when the crash ends the child
-    }
-    int status = 0;
-    REQUIRE(::waitpid(pid, &status, 0) == pid);
+      }).detach();
+      std::unique_lock g(mu);
+      cv.wait(g, [] { return held; });
+    });
     INFO("leftover " << leftover << ", wait status " << status);
     CHECK_FALSE((WIFEXITED(status) && WEXITSTATUS(status) == 0));
     const auto window = dir / (leftover ? "w.2.vtrace" : "w.vtrace");
