@@ -103,6 +103,27 @@ void print_error(std::string_view message) {
   std::fprintf(stderr, "vtrace: %.*s\n", static_cast<int>(message.size()), message.data());
 }
 
+namespace {
+int g_stdout_errno = 0;  // the first failed flush's errno; 0 while none failed (one thread)
+}  // namespace
+
+void note_stdout_failure(int err) {
+  if (g_stdout_errno == 0) g_stdout_errno = err != 0 ? err : EIO;
+}
+
+void flush_stdout() {
+  errno = 0;
+  if (std::fflush(stdout) != 0) note_stdout_failure(errno);
+}
+
+std::optional<std::string> stdout_failure() {
+  flush_stdout();
+  if (g_stdout_errno == 0 && std::ferror(stdout) == 0) return std::nullopt;
+  return fmt::format("writing to standard output failed{}",
+                     g_stdout_errno != 0 ? fmt::format(" ({})", std::strerror(g_stdout_errno))
+                                         : std::string());
+}
+
 void print_warning(std::string_view message) {
   std::fprintf(stderr, "vtrace: warning: %.*s\n", static_cast<int>(message.size()),
                message.data());

@@ -55,6 +55,16 @@ void print_error(std::string_view message);
 // "vtrace: warning: <message>" on stderr (printed even with --quiet: it qualifies the result).
 void print_warning(std::string_view message);
 
+// Standard output's failures, kept until the end (main): every flush of stdout goes through
+// flush_stdout, which remembers the errno of the first failed flush, so the final message can say
+// why ("No space left on device") even when the failure happened in a command's earlier flush.
+// A write that fmt::print reports by throwing is noted with note_stdout_failure.
+void flush_stdout();
+void note_stdout_failure(int err);
+// nullopt when everything written to stdout got out; else "writing to standard output failed
+// (reason)". Flushes first.
+std::optional<std::string> stdout_failure();
+
 // `text` safe to print as part of one line on a terminal: each control byte (below 0x20, and 0x7F:
 // newlines, escape sequences) written as \xNN, everything else unchanged. For strings a trace
 // carries (producer, workload, names), which a hostile or careless producer may fill with anything.

@@ -98,7 +98,7 @@ int run_compare(const CompareCommandOptions& o, const GlobalOptions& global) {
   if (o.deep) reproduce += " --deep";
   if (o.resync) reproduce += " --resync";
   if (!global.quiet || !report->matched()) print_drift_report(*report, reproduce);
-  std::fflush(stdout);
+  flush_stdout();
   if (o.json && !write_json_report(*o.json, report->to_json())) return kExitUsage;
   if (o.html && !write_html_file(*o.html, *report, {"vtrace compare", reproduce, o.trace})) {
     return kExitUsage;

@@ -39,7 +39,7 @@ int run_diff(const DiffCommandOptions& o, const GlobalOptions& global) {
   const std::string reproduce = shell_command(
       {"vtrace", "diff", path_argument(o.a), path_argument(o.b), "--check", o.check});
   if (!global.quiet || !report->matched()) print_drift_report(*report, reproduce);
-  std::fflush(stdout);
+  flush_stdout();
   if (o.json && !write_json_report(*o.json, report->to_json())) return kExitUsage;
   if (o.html && !write_html_file(*o.html, *report, {"vtrace diff", reproduce, ""})) {
     return kExitUsage;

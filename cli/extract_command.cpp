@@ -94,7 +94,7 @@ int run_extract(const ExtractCommandOptions& o, const GlobalOptions& global) {
     print_warning(fmt::format("{} was written, but it does not reproduce {}: {}", report->output,
                               report->runtime, report->difference));
   }
-  std::fflush(stdout);
+  flush_stdout();
   if (o.json && !write_json_report(*o.json, report->to_json())) return kExitUsage;
   return report->reproduces_baseline ? kExitOk : kExitMismatch;
 }

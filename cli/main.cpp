@@ -41,31 +41,33 @@ int main(int argc, char** argv) {
   add_list_runtimes_command(app, global, &run);
   add_help_command(app);
   decimal_integers(app);
-  if (auto code = run_before_parse(app, argc, argv)) return *code;
+  // Every way out: what is still buffered is flushed, and a command whose output was lost (a full
+  // disk, a closed stdout; help and --version included) does not report success.
+  const auto finish = [](int code) {
+    if (const auto failed = stdout_failure()) {
+      print_error(*failed);
+      return code == kExitOk ? kExitUsage : code;
+    }
+    return code;
+  };
   try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    // --help and --version are "errors" with exit code 0; usage errors exit 2 (docs/CLI.md).
-    const int code = app.exit(e);
-    return code == 0 ? kExitOk : kExitUsage;
-  }
-  if (!run) return kExitUsage;
-  int code = kExitUsage;
-  try {
-    code = run();
+    if (auto code = run_before_parse(app, argc, argv)) return finish(*code);
+    try {
+      app.parse(argc, argv);
+    } catch (const CLI::CallForVersion& e) {
+      // Printed here, not by app.exit: its std::endl flushes where a failure's errno is lost.
+      fmt::print("{}\n", e.what());
+      return finish(kExitOk);
+    } catch (const CLI::ParseError& e) {
+      // --help and --version are "errors" with exit code 0; usage errors exit 2 (docs/CLI.md).
+      const int code = app.exit(e);
+      return finish(code == 0 ? kExitOk : kExitUsage);
+    }
+    if (!run) return finish(kExitUsage);
+    return finish(run());
   } catch (const std::system_error& e) {
     // fmt::print throws once what it prints cannot be written (a full disk, a closed stdout).
-    print_error(fmt::format("writing to standard output failed ({})", e.code().message()));
-    return kExitUsage;
+    note_stdout_failure(e.code().value());
+    return finish(kExitUsage);
   }
-  // What is still buffered, and a write that failed without a throw (std::printf, fmt's
-  // buffered path): a command whose output was lost does not report success.
-  errno = 0;
-  if (std::fflush(stdout) != 0 || std::ferror(stdout) != 0) {
-    const int err = errno;
-    print_error(fmt::format("writing to standard output failed{}",
-                            err != 0 ? fmt::format(" ({})", std::strerror(err)) : ""));
-    return code == kExitOk ? kExitUsage : code;
-  }
-  return code;
 }

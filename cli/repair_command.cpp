@@ -112,7 +112,7 @@ int run_repair(const RepairCommandOptions& o, const GlobalOptions& global) {
     return unreadable ? kExitUsage : kExitMismatch;
   }
   if (!global.quiet) print_report(o, *report);
-  std::fflush(stdout);
+  flush_stdout();
   if (o.json && !write_json_report(*o.json, to_json(o, *report))) return kExitUsage;
   return kExitOk;
 }

@@ -188,7 +188,7 @@ int run_replay(const ReplayCommandOptions& o, const GlobalOptions& global) {
   if (!r.complete) notes.push_back(fmt::format("incomplete trace: {} recovered events replayed", r.executed));
   fmt::print("verdict: {}{}\n", r.matched() ? "match" : "mismatch",
              notes.empty() ? "" : fmt::format(" ({})", fmt::join(notes, "; ")));
-  std::fflush(stdout);
+  flush_stdout();
   // Written last, so that a bad --json path loses none of the verdict printed above.
   if (o.json && !write_json_report(*o.json, r.to_json())) return kExitUsage;
   if (o.profile &&
