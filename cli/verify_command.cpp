@@ -16,8 +16,15 @@ struct VerifyOptions {
 int run_verify(const VerifyOptions& o, const GlobalOptions& global) {
   auto reader = schema::TraceReader::open(o.trace);
   if (!reader) {
-    print_error(about_file(o.trace, reader.error().message));
-    return kExitUsage;
+    // A file that is no trace (missing, a directory, another format, a newer major) is a usage
+    // error; a trace whose header or footer is damaged failed an integrity check.
+    const auto kind = reader.error().kind;
+    const bool unreadable = kind == schema::TraceErrorKind::kIo ||
+                            kind == schema::TraceErrorKind::kNotATrace ||
+                            kind == schema::TraceErrorKind::kUnsupportedVersion;
+    print_error(about_file(o.trace, reader.error().message) +
+                (unreadable ? "" : " (integrity check failed)"));
+    return unreadable ? kExitUsage : kExitMismatch;
   }
   if (auto verified = (*reader)->verify_all(); !verified) {
     print_error(about_file(o.trace, verified.error().message) + " (integrity check failed)");

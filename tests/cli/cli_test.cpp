@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <tuple>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -277,6 +278,29 @@ TEST_CASE("vtrace errors about a damaged trace name the file once, in one line",
   auto directory = run_vtrace(fmt::format("replay {}", (dir / "").string()));
   CHECK(directory.code == 2);
   CHECK(directory.output.find("not a regular file") != std::string::npos);
+
+  // verify: damage the reader finds when it opens (the header's checksum, the trailer) is an
+  // integrity failure too (exit 1); a file that is no trace is a usage error (exit 2).
+  std::string tiny;
+  {
+    std::ifstream in(golden("tiny-v1.2"), std::ios::binary);
+    tiny.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  std::string header = tiny;
+  header[24] = static_cast<char>(header[24] ^ 0x01);
+  std::string trailer = tiny;
+  trailer[trailer.size() - 30] = static_cast<char>(trailer[trailer.size() - 30] ^ 0x40);
+  for (const auto& [name, bytes, code] : {std::tuple{"header.vtrace", header, 1},
+                                          std::tuple{"trailer.vtrace", trailer, 1},
+                                          std::tuple{"text.vtrace", std::string("hello\n"), 2}}) {
+    const auto path = (dir / name).string();
+    std::ofstream(path, std::ios::binary) << bytes;
+    auto run = run_vtrace(fmt::format("verify {}", path));
+    INFO(name << ": " << run.output);
+    CHECK(run.code == code);
+    CHECK((run.output.find("(integrity check failed)") != std::string::npos) == (code == 1));
+    CHECK(occurrences(run.output, path) == 1);
+  }
 }
 
 TEST_CASE("vtrace replay of a recovered trace warns, replays what was recovered and exits 0",
