@@ -52,10 +52,17 @@ const CLI::App* find_subcommand(const CLI::App& app, std::string_view name) {
   return nullptr;
 }
 
-// The known name a mistyped `word` most likely meant: the nearest within 2 edits, else the only
-// name `word` begins; nullopt when none is that close.
-std::optional<std::string> nearest_name(std::string_view word,
-                                        const std::vector<std::string>& names) {
+// The known names a mistyped `word` most likely meant: the only name `word` begins, else the
+// nearest within 2 edits, else every name `word` begins (several: the user picks); empty when
+// none is that close.
+std::vector<std::string> nearest_names(std::string_view word,
+                                       const std::vector<std::string>& names) {
+  std::vector<std::string> prefixed;
+  if (!word.empty()) {
+    std::copy_if(names.begin(), names.end(), std::back_inserter(prefixed),
+                 [&](const std::string& name) { return name.starts_with(word); });
+  }
+  if (prefixed.size() == 1) return prefixed;
   std::optional<std::string> best;
   std::size_t best_distance = 3;
   for (const auto& name : names) {
@@ -65,18 +72,19 @@ std::optional<std::string> nearest_name(std::string_view word,
       best_distance = d;
     }
   }
-  if (best || word.size() < 2) return best;
-  std::vector<std::string> prefixed;
-  std::copy_if(names.begin(), names.end(), std::back_inserter(prefixed),
-               [&](const std::string& name) { return name.starts_with(word); });
-  if (prefixed.size() == 1) return prefixed.front();
-  return std::nullopt;
+  if (best) return {*best};
+  return prefixed;
 }
 
 std::string unknown_subcommand_message(const CLI::App& app, std::string_view word) {
   const auto names = subcommand_names(app);
-  if (const auto nearest = nearest_name(word, names)) {
-    return fmt::format("unknown subcommand `{}`; did you mean `{}`?", word, *nearest);
+  const auto nearest = nearest_names(word, names);
+  if (nearest.size() == 1) {
+    return fmt::format("unknown subcommand `{}`; did you mean `{}`?", word, nearest.front());
+  }
+  if (nearest.size() > 1) {
+    return fmt::format("unknown subcommand `{}`; did you mean `{}`?", word,
+                       fmt::join(nearest, "` or `"));
   }
   return fmt::format("unknown subcommand `{}`; the subcommands are {}", word,
                      fmt::join(names, ", "));
@@ -104,19 +112,44 @@ std::string version_text() {
 }
 
 std::optional<int> run_before_parse(const CLI::App& app, int argc, const char* const* argv) {
-  // The global options are flags, so the first word that is no option names the subcommand, and
-  // the next one after `help` the subcommand to describe.
-  std::vector<std::string_view> words;
-  for (int i = 1; i < argc && words.size() < 2; ++i) {
-    const std::string_view word = argv[i];
-    if (!word.starts_with('-')) words.emplace_back(word);
+  // The global options are flags, so the first word that is no option names the subcommand.
+  const auto global_flag = [](std::string_view word) {
+    return word == "-q" || word == "--quiet" || word == "-h" || word == "--help" ||
+           word == "--version";
+  };
+  int at = 1;
+  while (at < argc && std::string_view(argv[at]).starts_with('-')) {
+    const std::string_view word = argv[at];
+    if (word == "--") break;
+    if (!global_flag(word)) {
+      // Before any subcommand only the global flags are known (CLI11 would only say that a
+      // subcommand is required).
+      print_error(fmt::format("the following argument was not expected: {}; see `vtrace help`",
+                              word));
+      return kExitUsage;
+    }
+    ++at;
   }
-  if (words.empty()) return std::nullopt;
-  if (words.front() == "help") {
-    return run_help(app, words.size() > 1 ? std::string(words[1]) : std::string());
+  if (at >= argc || std::string_view(argv[at]) == "--") return std::nullopt;
+  const std::string_view first = argv[at];
+  if (first == "help") {
+    // `help [SUBCOMMAND]`, with the global flags anywhere: anything else is refused, not ignored.
+    std::optional<std::string> subcommand;
+    for (int i = at + 1; i < argc; ++i) {
+      const std::string_view word = argv[i];
+      if (word == "-q" || word == "--quiet") continue;
+      if (word.starts_with('-') || subcommand) {
+        print_error(fmt::format("help takes one subcommand name and no option: `{}` was not "
+                                "expected; see `vtrace help`",
+                                word));
+        return kExitUsage;
+      }
+      subcommand = std::string(word);
+    }
+    return run_help(app, subcommand.value_or(std::string()));
   }
-  if (find_subcommand(app, words.front()) != nullptr) return std::nullopt;
-  print_error(unknown_subcommand_message(app, words.front()));
+  if (find_subcommand(app, first) != nullptr) return std::nullopt;
+  print_error(unknown_subcommand_message(app, first));
   return kExitUsage;
 }
 

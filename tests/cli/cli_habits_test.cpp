@@ -241,7 +241,11 @@ TEST_CASE("vtrace names an unknown subcommand and the nearest one and has help a
   for (const auto& [word, meant] :
        {std::pair{"lst-runtimes", "list-runtimes"}, std::pair{"recrod", "record"},
         std::pair{"dum", "dump"}, std::pair{"extr", "extract"},
-        std::pair{"--quiet comapre", "compare"}}) {
+        std::pair{"--quiet comapre", "compare"},
+        // The only subcommand a word begins wins over a nearer spelling of another.
+        std::pair{"repa", "repair"}, std::pair{"exp", "export"},
+        // Several that it begins: all of them.
+        std::pair{"ex", "extract` or `export"}}) {
     INFO(word);
     auto run = run_vtrace(word);
     CHECK(run.code == 2);
@@ -275,6 +279,19 @@ TEST_CASE("vtrace names an unknown subcommand and the nearest one and has help a
   auto help_typo = run_vtrace("help replya");
   CHECK(help_typo.code == 2);
   CHECK(help_typo.output == "vtrace: unknown subcommand `replya`; did you mean `replay`?\n");
+  // What help does not take is refused, not ignored; so is an option before any subcommand.
+  for (const auto& [words, unexpected] :
+       {std::pair{"help --bogus", "`--bogus` was not expected"},
+        std::pair{"help list-runtimes x", "`x` was not expected"},
+        std::pair{"--bogus", "the following argument was not expected: --bogus"},
+        std::pair{"--bogus replay t.vtrace", "the following argument was not expected: --bogus"}}) {
+    INFO(words);
+    auto run = run_vtrace(words);
+    CHECK(run.code == 2);
+    CHECK(one_error_line(run.output));
+    CHECK_THAT(run.output, Catch::Contains(unexpected));
+  }
+  CHECK(run_vtrace("help -q replay").output == run_vtrace("replay --help").output);
 }
 
 TEST_CASE("CLI11 refusals are one line with the vtrace prefix and exit 2", "[cli][habits]") {
