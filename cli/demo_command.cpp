@@ -55,7 +55,7 @@ int run_demo(const DemoOptions& o) {
   options.workload_description = spec.describe();
   auto recording = recorder::RecordingRuntime::create(std::move(*inner), "reference", trace, options);
   if (!recording) {
-    print_error(about_file(trace.string(), "cannot start recording: " + recording.error().message()));
+    print_error(about_file(trace.string(), recording.error().message()));
     return kExitUsage;
   }
   // SIGINT/SIGTERM: the recording stops at the next call boundary and is closed marked

@@ -211,7 +211,7 @@ int run_record(const RecordOptions& o, const CLI::App& cmd, const GlobalOptions&
   auto recording = recorder::RecordingRuntime::create(std::move(*inner), o.runtime, o.output,
                                                       recorder_options);
   if (!recording) {
-    print_error(about_file(o.output, "cannot start recording: " + recording.error().message()));
+    print_error(about_file(o.output, recording.error().message()));
     return kExitUsage;
   }
   // SIGINT/SIGTERM: stop at the next call boundary, close the trace marked interrupted.

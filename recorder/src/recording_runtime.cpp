@@ -22,10 +22,10 @@ namespace vtrace::recorder {
 
 namespace {
 
+// The trace layer's sentence names the file and the reason; its kind name would only repeat it.
 rt::RuntimeError trace_failure(const schema::TraceError& e) {
   return rt::RuntimeError(rt::ErrorKind::kInternal,
-                          fmt::format("cannot record a trace: {}: {}",
-                                      schema::trace_error_kind_name(e.kind), e.message));
+                          fmt::format("cannot record a trace: {}", e.message));
 }
 
 }  // namespace

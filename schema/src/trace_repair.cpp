@@ -193,6 +193,10 @@ TraceResult<RepairReport> repair_trace(const ByteSource& source, const OpenOutpu
     if (auto verified = (*indexed)->verify_all(); verified) {
       report.events_kept = (*indexed)->event_count();
       report.payloads_kept = (*indexed)->totals().blobs;
+      report.input_state = fmt::format(
+          "{}: complete: {} events, {} frames, {} payloads, every checksum and index verified",
+          source.describe(), report.events_kept, (*indexed)->frames().size(),
+          report.payloads_kept);
       return copy_intact(source, open_output, std::move(report));
     } else {
       report.input_state = verified.error().message;

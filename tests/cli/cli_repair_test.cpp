@@ -236,11 +236,19 @@ TEST_CASE("vtrace repair of a damaged footer keeps every event, and of an intact
   // A larger .repairing left by a repair that died is truncated, not written over in place (its
   // tail would follow the copy).
   write_bytes(dir / "copy.vtrace.repairing", Bytes(full.size() * 3, 0xA5));
-  auto intact = run_vtrace(fmt::format("repair {} -o {}", (dir / "full.vtrace").string(),
-                                       (dir / "copy.vtrace").string()));
+  auto intact = run_vtrace(fmt::format("repair {} -o {} --json {}", (dir / "full.vtrace").string(),
+                                       (dir / "copy.vtrace").string(),
+                                       (dir / "copy.json").string()));
   INFO(intact.output);
   CHECK(intact.code == 0);
   CHECK(intact.output.find("nothing to repair (it verifies)") != std::string::npos);
+  {
+    std::ifstream in(dir / "copy.json");
+    const auto copied = nlohmann::json::parse(in);
+    CHECK(copied["nothing_to_repair"] == true);
+    CHECK_THAT(copied["input_state"].get<std::string>(),
+               Catch::Contains("complete:") && Catch::Contains("every checksum and index verified"));
+  }
   CHECK(read_bytes(dir / "copy.vtrace") == full);
   CHECK_FALSE(fs::exists(dir / "copy.vtrace.repairing"));
 

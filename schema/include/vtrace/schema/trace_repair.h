@@ -75,7 +75,8 @@ struct RepairReport {
   std::uint64_t input_bytes = 0;
   std::uint64_t output_bytes = 0;
   std::string
-      input_state;  // the reader's sentence about the input (its recovery note); may be empty
+      input_state;  // the reader's sentence about the input: its recovery note, the check that
+                    // failed, or (nothing to repair) that it is complete and verified
   std::vector<RepairDrop> drops;  // in file order
 };
 
