@@ -195,17 +195,17 @@ bool same_file(const std::string& a, const std::string& b) {
 }
 
 namespace {
-// "-o x.vtrace", or "-o x.vtrace (written as x.vtrace.partial first)" for the partial file.
-std::string written_as(const OutputFile& output, bool partial) {
-  if (!partial) return fmt::format("{} {}", output.role, *output.path);
-  return fmt::format("{} {} (written as {}.partial first)", output.role, *output.path,
-                     *output.path);
+// "-o x.vtrace", or "-o x.vtrace (written as x.vtrace.partial first)" for its temporary file.
+std::string written_as(const OutputFile& output, bool temporary) {
+  if (!temporary) return fmt::format("{} {}", output.role, *output.path);
+  return fmt::format("{} {} (written as {}{} first)", output.role, *output.path, *output.path,
+                     output.temporary);
 }
 }  // namespace
 
 std::optional<std::string> refused_outputs(std::initializer_list<OutputFile> outputs,
                                            std::initializer_list<InputFile> inputs) {
-  // Every path an output writes: the file, and a trace's .partial.
+  // Every path an output writes: the file, and a trace's temporary (.partial).
   struct Written {
     const OutputFile* output;
     bool partial;
@@ -216,7 +216,9 @@ std::optional<std::string> refused_outputs(std::initializer_list<OutputFile> out
     if (!output.path) continue;
     if (auto bad = unusable_output(*output.path, output.what, !output.trace)) return bad;
     written.push_back({&output, false, *output.path});
-    if (output.trace) written.push_back({&output, true, *output.path + ".partial"});
+    if (output.trace) {
+      written.push_back({&output, true, *output.path + std::string(output.temporary)});
+    }
   }
   for (std::size_t i = 0; i < written.size(); ++i) {
     const auto& w = written[i];

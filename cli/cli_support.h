@@ -94,16 +94,17 @@ struct InputFile {
 };
 // A file a subcommand writes: `role` as for InputFile ("-o", "--json"), `what` what it holds
 // ("the trace", "the JSON report"); nullopt `path`: not asked for. A trace (`trace`) is written
-// as PATH.partial and renamed when complete, so PATH.partial is written too, and PATH may not be
-// a device (unusable_output's devices_ok).
+// as PATH<temporary> (PATH.partial; `repair` writes PATH.repairing) and renamed when complete, so
+// that file is written too, and PATH may not be a device (unusable_output's devices_ok).
 struct OutputFile {
   std::string_view role;
   std::optional<std::string> path;
   std::string_view what;
   bool trace = false;
+  std::string_view temporary = ".partial";
 };
 // Why `outputs` cannot be written, checked before anything runs (so nothing is replaced and no
-// file is created): one is unusable_output, or one (or a trace's .partial) is the same_file as
+// file is created): one is unusable_output, or one (or a trace's temporary) is the same_file as
 // one of `inputs` or as another output. One sentence naming both files; nullopt when all can be.
 std::optional<std::string> refused_outputs(std::initializer_list<OutputFile> outputs,
                                            std::initializer_list<InputFile> inputs);

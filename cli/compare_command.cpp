@@ -46,6 +46,13 @@ int run_compare(const CompareCommandOptions& o, const GlobalOptions& global) {
         fmt::format("--runtimes `{}` names an empty runtime (expected A,B[,C...])", o.runtimes));
     return kExitUsage;
   }
+  if (options.runtimes.size() < 2) {
+    // Said here, not by compare_trace: its sentence would be taken for one about the trace.
+    print_error(fmt::format("--runtimes `{}` names one runtime; compare needs at least two (the "
+                            "first is the baseline)",
+                            o.runtimes));
+    return kExitUsage;
+  }
   for (auto it = options.runtimes.begin(); it != options.runtimes.end(); ++it) {
     if (std::find(options.runtimes.begin(), it, *it) != it) {
       print_error(fmt::format(
@@ -63,7 +70,7 @@ int run_compare(const CompareCommandOptions& o, const GlobalOptions& global) {
   options.check = *check;
   options.deep = o.deep;
   options.resync = o.resync;
-  auto open = open_options(o.runtime_flags);
+  auto open = open_options(o.runtime_flags, options.runtimes);
   if (!open) {
     print_error(open.error());
     return kExitUsage;

@@ -27,6 +27,10 @@ struct DemoOptions {
 
 int run_demo(const DemoOptions& o) {
   std::error_code ec;
+  if (o.out.empty()) {
+    print_error("--out is empty; it names the directory for the demo trace and the repro");
+    return kExitUsage;
+  }
   std::filesystem::create_directories(o.out, ec);
   if (ec) {
     print_error(fmt::format("{}: cannot create the output directory: {}", o.out, ec.message()));

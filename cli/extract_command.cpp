@@ -68,7 +68,7 @@ int run_extract(const ExtractCommandOptions& o, const GlobalOptions& global) {
   options.last_event = fitted->end - 1;  // A:B is events A to B-1, as for dump
   options.runtime = o.runtime;
   options.zstd_level = o.level;
-  auto open = open_options(o.runtime_flags);
+  auto open = open_options(o.runtime_flags, {o.runtime});
   if (!open) {
     print_error(open.error());
     return kExitUsage;

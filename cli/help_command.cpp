@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <filesystem>
 #include <iterator>
 #include <vector>
 
@@ -111,7 +112,22 @@ std::string version_text() {
                      schema::kFormatMinor);
 }
 
+namespace {
+// Words of the command line that start with '-' and name an existing file (`-a.vtrace`): CLI11
+// reads them as options, so a refusal says how such a file is named (usage_failure_message).
+std::vector<std::string> g_dash_files;
+}  // namespace
+
 std::optional<int> run_before_parse(const CLI::App& app, int argc, const char* const* argv) {
+  g_dash_files.clear();
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view word = argv[i];
+    if (word == "--") break;
+    std::error_code ec;
+    if (word.size() > 1 && word.starts_with('-') && std::filesystem::exists(argv[i], ec)) {
+      g_dash_files.emplace_back(word);
+    }
+  }
   // The global options are flags, so the first word that is no option names the subcommand.
   const auto global_flag = [](std::string_view word) {
     return word == "-q" || word == "--quiet" || word == "-h" || word == "--help" ||
@@ -173,6 +189,12 @@ std::string usage_failure_message(const CLI::App* app, const CLI::Error& error) 
   const auto parsed = app->get_subcommands();
   const std::string help =
       parsed.empty() ? "vtrace help" : fmt::format("vtrace help {}", parsed.front()->get_name());
+  if (!g_dash_files.empty()) {
+    const std::string& file = g_dash_files.front();
+    what += fmt::format(" (`{0}` was read as an option: a file whose name starts with '-' goes "
+                        "after `--`, or as ./{0})",
+                        file);
+  }
   return fmt::format("vtrace: {}; see `{}`\n", what, help);
 }
 

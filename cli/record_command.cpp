@@ -172,7 +172,7 @@ int run_record(const RecordOptions& o, const CLI::App& cmd, const GlobalOptions&
     return kExitUsage;
   }
 
-  auto open = open_options(o.runtime_flags);
+  auto open = open_options(o.runtime_flags, {o.runtime});
   if (!open) {
     print_error(open.error());
     return kExitUsage;

@@ -75,14 +75,10 @@ void print_report(const RepairCommandOptions& o, const schema::RepairReport& r) 
 
 int run_repair(const RepairCommandOptions& o, const GlobalOptions& global) {
   const std::string temporary = temporary_of(o.output);
-  if (auto bad = unusable_output(o.output, "the repaired trace", false)) {
-    print_error(*bad);
-    return kExitUsage;
-  }
-  if (auto bad = refused_outputs({{"-o", o.output, "the repaired trace"},
-                                  {"-o", temporary, "the repaired trace (while it is written)"},
-                                  {"--json", o.json, "the JSON report"}},
-                                 {{"the trace", o.trace}})) {
+  if (auto bad = refused_outputs(
+          {{"-o", o.output, "the repaired trace", true, kTemporarySuffix},
+           {"--json", o.json, "the JSON report"}},
+          {{"the trace", o.trace}})) {
     print_error(*bad);
     return kExitUsage;
   }

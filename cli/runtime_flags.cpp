@@ -1,6 +1,7 @@
 #include "runtime_flags.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cctype>
 #include <charconv>
@@ -57,7 +58,39 @@ std::expected<std::uint64_t, std::string> parse_byte_size(std::string_view text)
   return static_cast<std::uint64_t>(bytes);
 }
 
-std::expected<runtime::RuntimeOpenOptions, std::string> open_options(const RuntimeFlags& flags) {
+namespace {
+
+// Why `option` (given) does nothing for `runtimes`; nullopt when one of them takes it.
+std::optional<std::string> ignored_by_all(std::string_view option,
+                                          const std::vector<std::string>& runtimes,
+                                          bool runtime::OpenOptionsTaken::*field) {
+  const auto& registry = runtime::default_registry();
+  std::vector<std::string> takers;
+  for (const auto& name : registry.names()) {
+    if (registry.takes(name).*field) takers.push_back(name);
+  }
+  for (const auto& name : runtimes) {
+    if (!registry.contains(name) || registry.takes(name).*field) return std::nullopt;
+  }
+  return fmt::format("{} applies only to the runtime{} {}; {} {} not take it", option,
+                     takers.size() == 1 ? "" : "s", fmt::join(takers, ", "),
+                     fmt::join(runtimes, ", "), runtimes.size() == 1 ? "does" : "do");
+}
+
+}  // namespace
+
+std::expected<runtime::RuntimeOpenOptions, std::string> open_options(
+    const RuntimeFlags& flags, const std::vector<std::string>& runtimes) {
+  if (!flags.isa.empty()) {
+    if (auto ignored = ignored_by_all("--isa", runtimes, &runtime::OpenOptionsTaken::isa)) {
+      return std::unexpected(*ignored);
+    }
+  }
+  if (flags.threads != 0) {
+    if (auto ignored = ignored_by_all("--threads", runtimes, &runtime::OpenOptionsTaken::threads)) {
+      return std::unexpected(*ignored);
+    }
+  }
   runtime::RuntimeOpenOptions options;
   options.threads = flags.threads;
   options.isa = flags.isa;

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "cli11.h"
 #include "vtrace/runtime/registry.h"
@@ -31,7 +32,11 @@ void add_exit_skip_option(CLI::App& cmd, std::optional<int>& exit_skip, std::str
 // "4096", "64MiB", "1.5GiB", "512M", "2G", "16k" (K/M/G are binary, as the Ki/Mi/Gi forms).
 std::expected<std::uint64_t, std::string> parse_byte_size(std::string_view text);
 
-// The open options the flags give, or the sentence that says which flag is wrong.
-std::expected<runtime::RuntimeOpenOptions, std::string> open_options(const RuntimeFlags& flags);
+// The open options the flags give for opening `runtimes`, or the sentence that says which flag
+// is wrong: a malformed --device-memory, or --threads or --isa when no runtime of `runtimes`
+// takes it (registry.h OpenOptionsTaken: `--isa avx2-f16c` on reference would change nothing and
+// say otherwise). A name the registry does not know is left to the open, which names it.
+std::expected<runtime::RuntimeOpenOptions, std::string> open_options(
+    const RuntimeFlags& flags, const std::vector<std::string>& runtimes);
 
 }  // namespace vtrace::cli

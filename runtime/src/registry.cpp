@@ -16,8 +16,15 @@ bool built_with_cuda() {
 #endif
 }
 
-void RuntimeRegistry::add(std::string name, std::string summary, RuntimeFactory factory) {
-  entries_.insert_or_assign(std::move(name), Entry{std::move(summary), std::move(factory)});
+void RuntimeRegistry::add(std::string name, std::string summary, RuntimeFactory factory,
+                          OpenOptionsTaken takes) {
+  entries_.insert_or_assign(std::move(name),
+                            Entry{std::move(summary), std::move(factory), takes});
+}
+
+OpenOptionsTaken RuntimeRegistry::takes(std::string_view name) const {
+  const auto found = entries_.find(name);
+  return found == entries_.end() ? OpenOptionsTaken{} : found->second.takes;
 }
 
 Result<std::unique_ptr<DeviceRuntime>> RuntimeRegistry::open(
@@ -96,11 +103,11 @@ RuntimeRegistry build_default_registry() {
   registry.add("cpu",
                "multithreaded SIMD host runtime, bit-exact with the reference (k ascending, one "
                "f32 accumulator)",
-               cpu_factory(cpu::CpuReduction::kExact));
+               cpu_factory(cpu::CpuReduction::kExact), {.threads = true, .isa = true});
   registry.add("cpu-splitk",
                "host runtime with a BLAS-like split-k reduction (k blocks of 256, pairwise tree): "
                "drifts from the reference",
-               cpu_factory(cpu::CpuReduction::kSplitK));
+               cpu_factory(cpu::CpuReduction::kSplitK), {.threads = true, .isa = true});
 #ifdef VTRACE_HAVE_CUDA
   cuda::register_cuda_runtimes(registry);
 #endif

@@ -213,6 +213,13 @@ TEST_CASE("a reproduce line runs for a trace whose name starts with a dash", "[c
   REQUIRE(in_dir("vtrace record --workload decode --hidden 48 --ffn 1024 --layers 2 --steps 2 "
                  "-o ./-long.vtrace")
               .code == 0);
+  // Without `--`, CLI11 reads the name as an option: the refusal says how to name the file.
+  auto misread = in_dir("vtrace replay -altered.vtrace");
+  CHECK(misread.code == 2);
+  CHECK_THAT(misread.output,
+             Catch::Contains("(`-altered.vtrace` was read as an option: a file whose name starts "
+                             "with '-' goes after `--`, or as ./-altered.vtrace)"));
+  CHECK(std::count(misread.output.begin(), misread.output.end(), '\n') == 1);
   for (const char* command : {"vtrace replay -- -altered.vtrace",
                               "vtrace compare --runtimes reference,cpu-splitk -- -long.vtrace",
                               "vtrace diff -- -altered.vtrace -recorded.vtrace"}) {

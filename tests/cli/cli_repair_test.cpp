@@ -276,6 +276,17 @@ TEST_CASE(
   CHECK(same.output.find("is the same file as the trace") != std::string::npos);
   auto directory = run_vtrace(fmt::format("repair {} -o {}", tiny, (dir / "").string()));
   CHECK(directory.code == 2);
+  // The temporary file is named as what it is: -o's, written first.
+  auto temporary = run_vtrace(fmt::format("repair {} -o {} --json {}", tiny,
+                                          (dir / "r.vtrace").string(),
+                                          (dir / "r.vtrace.repairing").string()));
+  INFO(temporary.output);
+  CHECK(temporary.code == 2);
+  CHECK_THAT(temporary.output,
+             Catch::Contains(fmt::format("is the same file as -o {0} (written as {0}.repairing "
+                                         "first): choose another path for the JSON report",
+                                         (dir / "r.vtrace").string())));
+  CHECK_FALSE(fs::exists(dir / "r.vtrace"));
   CHECK(run_vtrace(fmt::format("repair {} -o {}", (dir / "missing.vtrace").string(),
                                (dir / "x.vtrace").string()))
             .code == 2);

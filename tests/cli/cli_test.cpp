@@ -541,6 +541,25 @@ TEST_CASE("vtrace runtime options: bad values are usage errors, a missing path o
   auto bad_isa = run_vtrace(fmt::format("replay {} --runtime cpu --isa sse9", golden("tiny")));
   CHECK(bad_isa.code == 3);
   CHECK(bad_isa.output.find("no instruction path `sse9`") != std::string::npos);
+  // --isa and --threads on runtimes that all ignore them are refused, not silently dropped
+  // (replay's default runtime is the recorded one: reference for the golden tiny trace); one
+  // runtime of a compare that takes them is enough.
+  for (const auto& [command, option] :
+       {std::pair{fmt::format("record -w tiny --isa avx2-f16c -o {}", trace), "--isa"},
+        std::pair{fmt::format("record -w tiny --threads 2 -o {}", trace), "--threads"},
+        std::pair{fmt::format("replay {} --isa portable", golden("tiny")), "--isa"},
+        std::pair{fmt::format("extract {} --event 4 --threads 1 -o {}", golden("tiny"), trace),
+                  "--threads"}}) {
+    INFO(command);
+    auto ignored = run_vtrace(command);
+    CHECK(ignored.code == 2);
+    CHECK(ignored.output == fmt::format("vtrace: {} applies only to the runtimes cpu, cpu-splitk; "
+                                        "reference does not take it\n",
+                                        option));
+    CHECK_FALSE(std::filesystem::exists(trace));
+  }
+  CHECK(run_vtrace(fmt::format("compare {} --runtimes reference,cpu --isa portable", golden("tiny")))
+            .code == 0);
   // A decode shape the device cannot hold: refused before any weight is generated, no trace left.
   auto too_big = run_vtrace(fmt::format(
       "record -w decode --hidden 4096 --ffn 16384 --layers 1 -o {}", trace));
@@ -621,7 +640,12 @@ TEST_CASE(
             fmt::format("compare {} --runtimes reference,cpu-splitk --deep --check tol:1,1", trace))
             .code == 0);
 
-  CHECK(run_vtrace(fmt::format("compare {} --runtimes reference", golden("tiny"))).code == 2);
+  // One runtime: said of the option, not of the trace (which is not named, even missing).
+  auto one = run_vtrace(
+      fmt::format("compare {} --runtimes reference", (dir / "missing.vtrace").string()));
+  CHECK(one.code == 2);
+  CHECK(one.output == "vtrace: --runtimes `reference` names one runtime; compare needs at least "
+                      "two (the first is the baseline)\n");
   for (const char* list : {"reference,", ",cpu", "reference,,cpu"}) {
     auto empty = run_vtrace(fmt::format("compare {} --runtimes {}", golden("tiny"), list));
     INFO(list);
@@ -675,6 +699,10 @@ TEST_CASE("vtrace diff: the same workload on two bit-exact runtimes matches, oth
 
 TEST_CASE("vtrace demo tells the whole story and exits 0", "[cli]") {
   vtrace::test::ScratchDir dir("cli-demo");
+  auto empty = run_vtrace("demo --out ''");
+  CHECK(empty.code == 2);
+  CHECK(empty.output == "vtrace: --out is empty; it names the directory for the demo trace and the "
+                        "repro\n");
   auto demo = run_vtrace(fmt::format("demo --out {}", (dir / "out").string()));
   INFO(demo.output);
   CHECK(demo.code == 0);

@@ -39,10 +39,19 @@ struct RuntimeOpenOptions {
 using RuntimeFactory =
     std::function<Result<std::unique_ptr<DeviceRuntime>>(const RuntimeOpenOptions&)>;
 
+// Which of RuntimeOpenOptions' runtime-specific fields a runtime acts on (every runtime takes
+// device_id and device_memory_bytes): a factory ignores the others, so a caller can say that an
+// option given for runtimes that all ignore it does nothing (the CLI refuses it).
+struct OpenOptionsTaken {
+  bool threads = false;
+  bool isa = false;
+};
+
 class RuntimeRegistry {
  public:
-  // Adds or replaces `name`.
-  void add(std::string name, std::string summary, RuntimeFactory factory);
+  // Adds or replaces `name`; `takes`: the options its factory acts on.
+  void add(std::string name, std::string summary, RuntimeFactory factory,
+           OpenOptionsTaken takes = {});
   Result<std::unique_ptr<DeviceRuntime>> open(std::string_view name,
                                               const RuntimeOpenOptions& options = {}) const;
   bool contains(std::string_view name) const;
@@ -50,11 +59,14 @@ class RuntimeRegistry {
   std::vector<std::string> names() const;
   // One-line description of a registered runtime, or empty.
   std::string summary(std::string_view name) const;
+  // The options `name` acts on; none for a name not registered.
+  OpenOptionsTaken takes(std::string_view name) const;
 
  private:
   struct Entry {
     std::string summary;
     RuntimeFactory factory;
+    OpenOptionsTaken takes;
   };
   std::map<std::string, Entry, std::less<>> entries_;
 };
