@@ -17,7 +17,8 @@ namespace vtrace::recorder::detail {
 namespace {
 
 std::mutex g_mu;
-std::set<std::string> g_taken;  // under g_mu: normalized absolute paths
+std::set<std::string> g_taken;   // under g_mu: normalized absolute paths
+std::set<std::string> g_in_use;  // under g_mu: the taken names a live full recording writes
 
 std::string key_of(const std::filesystem::path& path) {
   std::error_code ec;
@@ -65,6 +66,28 @@ std::filesystem::path take_capture_name_in_crash_child(const std::filesystem::pa
       return candidate;
     }
   }
+}
+
+std::optional<CapturePathClaim> claim_capture_path(const std::filesystem::path& path) {
+  auto key = key_of(path);
+  const std::lock_guard lock(g_mu);
+  if (!g_in_use.insert(key).second) return std::nullopt;
+  g_taken.insert(key);
+  return CapturePathClaim(std::move(key));
+}
+
+CapturePathClaim& CapturePathClaim::operator=(CapturePathClaim&& other) noexcept {
+  if (this != &other) {
+    CapturePathClaim released(std::move(*this));
+    key_ = std::exchange(other.key_, {});
+  }
+  return *this;
+}
+
+CapturePathClaim::~CapturePathClaim() {
+  if (key_.empty()) return;
+  const std::lock_guard lock(g_mu);
+  g_in_use.erase(key_);
 }
 
 std::unique_lock<std::mutex> hold_capture_names() { return std::unique_lock(g_mu); }

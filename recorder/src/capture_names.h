@@ -17,6 +17,8 @@
 
 #include <filesystem>
 #include <mutex>
+#include <optional>
+#include <string>
 #include <utility>
 
 #include "vtrace/schema/trace_error.h"
@@ -25,6 +27,26 @@ namespace vtrace::recorder::detail {
 
 // The first member of `base`'s family no recording of this process has taken; takes it.
 std::filesystem::path take_capture_name(const std::filesystem::path& base);
+// A full recording to an explicit path (RecordingRuntime::create/wrap with a path) holds its
+// name while it writes: claiming takes the name (no later window or capture takes it) and marks
+// it in use; false when another recording of this process holds it now. A name taken earlier
+// and not in use (a window written, a recording closed) can be claimed: that file is replaced,
+// as any file is. The returned claim releases the name (it stays taken) when destroyed.
+class CapturePathClaim {
+ public:
+  CapturePathClaim() = default;
+  explicit CapturePathClaim(std::string key) : key_(std::move(key)) {}
+  CapturePathClaim(CapturePathClaim&& other) noexcept : key_(std::exchange(other.key_, {})) {}
+  CapturePathClaim& operator=(CapturePathClaim&& other) noexcept;
+  CapturePathClaim(const CapturePathClaim&) = delete;
+  CapturePathClaim& operator=(const CapturePathClaim&) = delete;
+  ~CapturePathClaim();
+
+ private:
+  std::string key_;  // empty: holds nothing
+};
+std::optional<CapturePathClaim> claim_capture_path(const std::filesystem::path& path);
+
 // take_capture_name for the crash child (signal_flag.h), which has one thread: when the lock is
 // held (by a parent thread the fork did not copy, which will never release it), the first member
 // of the family that is not on disk, neither as itself nor as its .partial, without reading or

@@ -18,6 +18,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "capture_names.h"
 #include "flight_recorder.h"
 #include "vtrace/recorder/recording_runtime.h"
 #include "vtrace/schema/events.h"
@@ -109,8 +110,10 @@ struct RecordingRuntime::State {
   RecorderOptions options;
   std::string runtime_name;
   // Full mode recording to a file (the path form of create() and wrap()): the trace's path, for
-  // the failure notice; empty for a sink.
+  // the failure notice; empty for a sink. The claim keeps every other recording and window of
+  // the process off that path while this one lives (capture_names.h).
   std::filesystem::path trace_path;
+  detail::CapturePathClaim trace_path_claim;
 
   // The order lock: every recorded call (and every wrapper release) holds it from its first event
   // through the wrapped call to its last event (SubmitBegin, the flush before submit, the submit,

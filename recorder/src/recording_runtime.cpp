@@ -51,10 +51,22 @@ rt::Result<std::unique_ptr<RecordingRuntime>> RecordingRuntime::wrap(
     }
     return wrap_recording(inner, std::move(runtime_name), nullptr, &trace_path, std::move(options));
   }
+  // No other recording or window of this process writes the same file while this one does.
+  auto claim = detail::claim_capture_path(trace_path);
+  if (!claim) {
+    return std::unexpected(rt::RuntimeError(
+        rt::ErrorKind::kInternal,
+        fmt::format("cannot record a trace: {} is being written by another recording of this "
+                    "process",
+                    trace_path.string())));
+  }
   auto sink = schema::open_file_sink(trace_path);
   if (!sink) return std::unexpected(trace_failure(sink.error()));
   auto recording = wrap(inner, std::move(runtime_name), std::move(*sink), std::move(options));
-  if (recording) (*recording)->state_->trace_path = trace_path;
+  if (recording) {
+    (*recording)->state_->trace_path = trace_path;
+    (*recording)->state_->trace_path_claim = std::move(*claim);
+  }
   return recording;
 }
 

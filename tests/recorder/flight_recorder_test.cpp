@@ -864,6 +864,50 @@ TEST_CASE("flight: two runtimes opened with VTRACE_CAPTURE never write the same 
   std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("a full recording's path is never taken by a window, a capture or another recording "
+          "while it writes") {
+  const auto dir = fresh_dir("vtrace_full_claim_test");
+  const auto path = dir / "m.vtrace";
+  auto full = RecordingRuntime::create(make_reference(), "reference", path, RecorderOptions{});
+  REQUIRE(full.has_value());
+  REQUIRE(wl::run_workload(small_decode(3), **full, nullptr).has_value());
+  // A second explicit recording to the same path is refused, in one sentence.
+  auto again = RecordingRuntime::create(make_reference(), "reference", path, RecorderOptions{});
+  REQUIRE_FALSE(again.has_value());
+  CHECK_THAT(again.error().message(),
+             Catch::Contains(path.string() + " is being written by another recording"));
+  // A flight window beside it, and a capture through VTRACE_CAPTURE, take the next names.
+  auto flight = RecordingRuntime::create(make_reference(), "reference", path, flight_options(4));
+  REQUIRE(flight.has_value());
+  REQUIRE(wl::run_workload(small_decode(3), **flight, nullptr).has_value());
+  const auto window = (*flight)->dump_window();
+  REQUIRE(window.has_value());
+  CHECK(window->filename() != "m.vtrace");
+  {
+    ScopedEnv env({{"VTRACE_CAPTURE", path.string()}});
+    auto captured = vtrace::recorder::open_runtime("reference");
+    REQUIRE(captured.has_value());
+    auto* recording = dynamic_cast<RecordingRuntime*>(captured->get());
+    REQUIRE(recording != nullptr);
+    REQUIRE(wl::run_workload(small_decode(2), *recording, nullptr).has_value());
+    REQUIRE(recording->close().has_value());
+  }
+  // The full recording still finishes whole, at its own path.
+  REQUIRE((*full)->close().has_value());
+  auto reader = vtrace::schema::TraceReader::open(path);
+  REQUIRE(reader.has_value());
+  CHECK((*reader)->complete());
+  CHECK((*reader)->verify_all().has_value());
+  CHECK(window_of(*window).trigger == "api");
+  // Once that recording is gone, its path can be recorded to again (the file is replaced).
+  full->reset();
+  auto later = RecordingRuntime::create(make_reference(), "reference", path, RecorderOptions{});
+  CHECK(later.has_value());
+  later->reset();
+  flight->reset();
+  std::filesystem::remove_all(dir);
+}
+
 TEST_CASE("flight: two recorders journaling beside one path keep separate journals") {
   const auto dir = fresh_dir("vtrace_flight_two_journals_test");
   auto options = flight_options(2);
