@@ -8,12 +8,16 @@
 #include <cmath>
 
 #include "commands.h"
+#include "vtrace/runtime/cpu/cpu_runtime.h"
 
 namespace vtrace::cli {
 
 void add_runtime_flags(CLI::App& cmd, RuntimeFlags& flags, std::string_view device_memory_default) {
   cmd.add_option("--threads", flags.threads,
-                 "cpu runtimes: worker threads (default: the machine's hardware threads)");
+                 fmt::format("cpu runtimes: worker threads, at most {} (default: the machine's "
+                             "hardware threads)",
+                             runtime::cpu::kCpuMaxThreads))
+      ->check(decimal_range(0, runtime::cpu::kCpuMaxThreads));
   cmd.add_option("--isa", flags.isa,
                  "cpu runtimes: instruction path portable, avx2-f16c or avx512 (default: the best "
                  "this CPU has)");

@@ -4,6 +4,11 @@
 // is reported Skipped: one TEST_CASE per path, since a skip marks the whole process) and with 1
 // and 2 threads. Buffers are passed at odd byte offsets (no alignment may be assumed).
 #include <catch2/catch.hpp>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
 
 #include <algorithm>
 #include <cmath>
@@ -18,6 +23,8 @@
 #include "cpu/kernels/kernel_set.h"
 #include "reference/dense_linear_kernel.h"
 #include "support/test_support.h"
+#include "vtrace/runtime/cpu/cpu_runtime.h"
+#include "vtrace/runtime/registry.h"
 #include "vtrace/runtime/f16.h"
 
 namespace {
@@ -500,3 +507,56 @@ TEST_CASE("cpu kernels: ISA names round-trip and detection picks a supported pat
 VTRACE_ISA_TEST_CASES(Isa::kPortable, "portable")
 VTRACE_ISA_TEST_CASES(Isa::kAvx2F16c, "avx2-f16c")
 VTRACE_ISA_TEST_CASES(Isa::kAvx512, "avx512")
+
+// ---- worker threads ----------------------------------------------------------------------------
+
+TEST_CASE("cpu runtime: more worker threads than it takes are refused before any starts") {
+  for (const char* name : {"cpu", "cpu-splitk"}) {
+    INFO(name);
+    vtrace::runtime::RuntimeOpenOptions options;
+    options.threads = vtrace::runtime::cpu::kCpuMaxThreads + 1;
+    auto opened = vtrace::runtime::default_registry().open(name, options);
+    REQUIRE_FALSE(opened.has_value());
+    CHECK(opened.error().kind() == vtrace::runtime::ErrorKind::kRuntimeUnavailable);
+    CHECK_THAT(opened.error().message(), Catch::Contains("1025 worker threads asked; it takes at "
+                                                         "most 1024"));
+    options.threads = 3;
+    CHECK(vtrace::runtime::default_registry().open(name, options).has_value());
+  }
+}
+
+TEST_CASE("cpu runtime: worker threads the system refuses to start are an error, not an abort") {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  VTRACE_SKIP("an address-space limit breaks the sanitizer's own reservations");
+#else
+  // A child whose address space has room for a few thread stacks (8 MiB each), not for 64: the
+  // pool's std::thread throws, which must come back as the runtime's error.
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    long pages = 0;
+    {
+      std::FILE* statm = std::fopen("/proc/self/statm", "r");
+      if (statm == nullptr || std::fscanf(statm, "%ld", &pages) != 1) ::_exit(10);
+      std::fclose(statm);
+    }
+    const rlim_t room = static_cast<rlim_t>(pages) * static_cast<rlim_t>(::sysconf(_SC_PAGESIZE)) +
+                        (24u << 20);
+    const struct rlimit limit {room, room};
+    if (::setrlimit(RLIMIT_AS, &limit) != 0) ::_exit(11);
+    vtrace::runtime::RuntimeOpenOptions options;
+    options.threads = 64;
+    auto opened = vtrace::runtime::default_registry().open("cpu", options);
+    if (opened) ::_exit(12);  // all 64 started: the limit did not bite
+    const bool said = opened.error().kind() == vtrace::runtime::ErrorKind::kRuntimeUnavailable &&
+                      opened.error().message().find("refused to start all its worker threads") !=
+                          std::string::npos;
+    ::_exit(said ? 0 : 13);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  INFO("wait status " << status);
+  REQUIRE(WIFEXITED(status));  // not killed by std::terminate's abort
+  CHECK(WEXITSTATUS(status) == 0);
+#endif
+}

@@ -83,7 +83,19 @@ Result<std::unique_ptr<CpuRuntime>> CpuRuntime::create(DeviceDescriptor descript
     }
     isa = *parsed;
   }
+  if (options.threads > kCpuMaxThreads) {
+    return std::unexpected(RuntimeError(
+        ErrorKind::kRuntimeUnavailable,
+        std::string(name) + " runtime: " + std::to_string(options.threads) +
+            " worker threads asked; it takes at most " + std::to_string(kCpuMaxThreads)));
+  }
   auto kernel = std::make_unique<CpuKernel>(options.reduction, options.threads, isa);
+  if (const auto& failure = kernel->engine().start_failure(); !failure.empty()) {
+    return std::unexpected(RuntimeError(
+        ErrorKind::kRuntimeUnavailable,
+        std::string(name) + " runtime: the system refused to start all its worker threads (" +
+            failure + "; " + std::to_string(kernel->engine().threads()) + " were running)"));
+  }
   const unsigned threads = kernel->engine().threads();
   host::HostRuntimeConfig config;
   config.label = std::string(name);

@@ -19,6 +19,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <memory>
 #include <optional>
 #include <string_view>
@@ -65,7 +66,10 @@ class DenseLinearEngine {
   DenseLinearEngine(const DenseLinearEngine&) = delete;
   DenseLinearEngine& operator=(const DenseLinearEngine&) = delete;
 
+  // The workers running (fewer than asked when the system refused to start some).
   unsigned threads() const;
+  // Why fewer workers than asked run; empty when all do.
+  const std::string& start_failure() const;
   Isa isa() const;
 
   // Bit-exact with the reference kernel (see the top of this file). Byte pointers: no alignment

@@ -104,7 +104,9 @@ struct DenseLinearEngine::Impl {
         wide_set(kernels::kernel_set(i)),
         small_rows_set(small_rows_kernel_set(i)),
         pool(n),
-        workers(n) {}
+        workers(n) {
+    threads = pool.size();  // fewer when the system refused some (pool.start_failure())
+  }
 
   void launch(const std::uint8_t* input, const std::uint8_t* weight, std::uint8_t* output,
               const DenseLinearShape& shape, bool splitk);
@@ -237,6 +239,8 @@ DenseLinearEngine::DenseLinearEngine(unsigned threads, Isa isa) {
 DenseLinearEngine::~DenseLinearEngine() = default;
 
 unsigned DenseLinearEngine::threads() const { return impl_->threads; }
+
+const std::string& DenseLinearEngine::start_failure() const { return impl_->pool.start_failure(); }
 
 Isa DenseLinearEngine::isa() const { return impl_->isa; }
 

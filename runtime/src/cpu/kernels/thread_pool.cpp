@@ -1,10 +1,20 @@
 #include "cpu/kernels/thread_pool.h"
 
+#include <new>
+#include <system_error>
+
 namespace vtrace::runtime::cpu::kernels {
 
 ThreadPool::ThreadPool(unsigned threads) : size_(threads == 0 ? 1 : threads) {
-  workers_.reserve(size_ - 1);
-  for (unsigned w = 1; w < size_; ++w) workers_.emplace_back([this, w] { worker_loop(w); });
+  try {
+    workers_.reserve(size_ - 1);
+    for (unsigned w = 1; w < size_; ++w) workers_.emplace_back([this, w] { worker_loop(w); });
+  } catch (const std::system_error& e) {
+    start_failure_ = e.code().message();
+  } catch (const std::bad_alloc&) {
+    start_failure_ = "out of memory";
+  }
+  size_ = static_cast<unsigned>(workers_.size()) + 1;
 }
 
 ThreadPool::~ThreadPool() {

@@ -5,6 +5,8 @@
 // and returns when all are done. `worker` is in [0, size()) and identifies the thread, so callers
 // can give each one its own scratch. No allocation per run.
 // Ownership: the pool owns its threads and joins them in the destructor (none is detached).
+// Errors: a worker the system refuses to start (std::thread throws) ends the starting: the pool
+//   runs with the workers it has (size() says how many, start_failure() why) and never throws.
 // Thread rules: run() is called by one thread at a time; fn must not throw (std::terminate).
 #pragma once
 
@@ -13,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -26,6 +29,9 @@ class ThreadPool {
   ThreadPool& operator=(const ThreadPool&) = delete;
 
   unsigned size() const { return size_; }
+  // Why fewer threads than asked were started ("Resource temporarily unavailable"); empty when
+  // all were.
+  const std::string& start_failure() const { return start_failure_; }
 
   template <class Fn>
   void run(std::size_t tasks, Fn& fn) {
@@ -41,6 +47,7 @@ class ThreadPool {
   void drain(unsigned worker);
 
   unsigned size_;
+  std::string start_failure_;
   std::vector<std::thread> workers_;
   std::mutex mutex_;
   std::condition_variable start_;

@@ -32,9 +32,14 @@ inline constexpr std::uint64_t kCpuDefaultMemoryBytes = 4ull * 1024 * 1024 * 102
 
 enum class CpuReduction : std::uint8_t { kExact, kSplitK };
 
+// The most worker threads a cpu runtime takes (--threads): beyond any machine's cores, and a
+// bound on the scratch each worker holds.
+inline constexpr unsigned kCpuMaxThreads = 1024;
+
 struct CpuRuntimeOptions {
   CpuReduction reduction = CpuReduction::kExact;
-  // Worker threads; 0 = std::thread::hardware_concurrency().
+  // Worker threads; 0 = std::thread::hardware_concurrency(). More than kCpuMaxThreads, or more
+  // than the system lets the process start, fails create() with kRuntimeUnavailable.
   unsigned threads = 0;
   // "portable", "avx2-f16c", "avx512"; empty = the best this CPU supports.
   std::string isa{};
