@@ -198,7 +198,7 @@ NumericComparison compare_values(std::span<const std::uint8_t> expected,
       non_finite_mismatch = true;
       all_within_tol = false;
       ++s.ulp_histogram[6];
-      ++s.magnitude_histogram[6];
+      ++s.magnitude_histogram[magnitude_bucket(e)];  // by the baseline's value, as every element
       ++s.differing;
       if (!s.first_differing) s.first_differing = i;
       continue;

@@ -86,7 +86,9 @@ struct ElementStats {
   std::uint64_t max_ulp = 0;                           // over finite pairs
   std::optional<std::uint64_t> first_differing;        // element index
   std::array<std::uint64_t, 7> ulp_histogram{};        // kUlpBuckets, every element
-  std::array<std::uint64_t, 7> magnitude_histogram{};  // kMagnitudeBuckets, differing elements
+  // kMagnitudeBuckets, differing elements by the baseline's (expected) value: a finite baseline
+  // against a NaN counts in its magnitude's bucket, "non_finite" holds non-finite baselines.
+  std::array<std::uint64_t, 7> magnitude_histogram{};
 };
 
 struct NumericComparison {
