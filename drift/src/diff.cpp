@@ -25,7 +25,6 @@ std::expected<CompareReport, rp::ReplayFailure> diff_traces(const std::filesyste
   report.recovered = {recovered_trace(a, *plan_a), recovered_trace(b, *plan_b)};
   const auto& sa = plan_a->steps();
   const auto& sb = plan_b->steps();
-  std::uint64_t order = 0;
   // A structural difference at `event` (of kind `event_kind` in `a`): `what` is the difference's
   // kind ("event_kind", "call", "outcome", ...).
   auto structural = [&](std::uint64_t event, const std::string& event_kind, std::string call,
@@ -35,7 +34,7 @@ std::expected<CompareReport, rp::ReplayFailure> diff_traces(const std::filesyste
           FirstDivergence{event,   std::nullopt, std::nullopt,           event_kind,
                           call,    label_b,      DriftClass::kStructural};
     }
-    report.structural.push_back({order++, event, std::move(call), label_b, label_a, std::move(what),
+    report.structural.push_back({report.structural.size(), event, std::move(call), label_b, label_a, std::move(what),
                                  std::move(expected), std::move(actual)});
   };
   const std::size_t common = std::min(sa.size(), sb.size());
@@ -62,7 +61,7 @@ std::expected<CompareReport, rp::ReplayFailure> diff_traces(const std::filesyste
     const auto* rx = std::get_if<rp::step::Readback>(&x.body);
     if (rx == nullptr || !ox.readback || !oy.readback) continue;
     CommandComparison c;
-    c.order = order++;
+    c.order = report.commands.size();  // its index in `commands`
     c.event = i;
     c.kind = x.kind;
     c.call = rp::describe_step(x);

@@ -75,7 +75,7 @@ class Lockstep {
                   std::vector<StructuralDifference>& into, bool divergence) {
     for (const auto& d : rp::compare(expected, actual, structure_only()).differences) {
       const auto text = rp::render(d, expected, actual);
-      into.push_back({order_++, s.ordinal, rp::describe_step(s), runtime, against,
+      into.push_back({into.size(), s.ordinal, rp::describe_step(s), runtime, against,
                       std::string(rp::difference_kind_name(d.kind)), text.expected, text.actual});
       if (divergence && !report_.first_divergence) {
         report_.first_divergence =
@@ -105,7 +105,7 @@ class Lockstep {
   }
 
   void add(CommandComparison c) {
-    c.order = order_++;
+    c.order = report_.commands.size();  // its index in `commands`
     for (const auto& p : c.results) c.worst = worst(c.worst, p.cls);
     for (const auto& p : c.introduced) c.worst_introduced = worst(c.worst_introduced, p.cls);
     auto first = first_disagreeing(c, c.results);
@@ -343,7 +343,6 @@ class Lockstep {
   CommandEffectsMap writes_;
   std::map<std::uint64_t, const rp::step::SubmitBegin*> begins_;
   std::set<std::uint64_t> after_batch_;  // batches compared after they ran (deep())
-  std::uint64_t order_ = 0;
 };
 
 nlohmann::json stats_json(const ElementStats& s) {

@@ -392,6 +392,17 @@ TEST_CASE(
   CHECK(other.first_divergence->kind == "Admit");
   REQUIRE_FALSE(other.structural.empty());
   CHECK(other.structural[0].kind == "call");
+  // Each entry's ordinal is its index in its own list, with structural differences between
+  // them (the JSON's first_divergence.ordinal names an entry of `commands`): the workload split
+  // among 2 participants instead of 3 differs in its calls but reads back the same shapes.
+  wl::WorkloadSpec three = spec;
+  three.decode.participants = 2;
+  (void)vtrace::test::record_workload(three, dir / "three.vtrace", "reference");
+  const auto split = diff(dir / "reference.vtrace", dir / "three.vtrace", bits);
+  REQUIRE_FALSE(split.structural.empty());
+  REQUIRE(split.commands.size() > 1);
+  for (std::size_t i = 0; i < split.commands.size(); ++i) CHECK(split.commands[i].order == i);
+  for (std::size_t i = 0; i < split.structural.size(); ++i) CHECK(split.structural[i].order == i);
 
   auto missing = dr::diff_traces(golden("tiny.vtrace"), dir / "none.vtrace", bits, "a", "b");
   REQUIRE_FALSE(missing.has_value());

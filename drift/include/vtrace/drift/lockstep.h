@@ -77,7 +77,7 @@ struct PairResult {
 };
 
 struct CommandComparison {
-  std::uint64_t order = 0;                    // execution order among compared commands
+  std::uint64_t order = 0;  // its index in CompareReport::commands (their execution order)
   std::uint64_t event = 0;                    // the Readback's event, or the command's encode event
   std::optional<std::uint64_t> command;       // deep: the recorded command ordinal
   std::optional<std::uint64_t> submit_event;  // deep: the SubmitBegin that ran it
@@ -100,7 +100,7 @@ struct CommandComparison {
 };
 
 struct StructuralDifference {
-  std::uint64_t order = 0;
+  std::uint64_t order = 0;  // its index in its list (structural, vs_recording)
   std::uint64_t event = 0;
   std::string call;
   std::string runtime;  // the runtime that differs from `against`
