@@ -32,10 +32,11 @@ rt::Result<T> env_number(const char* variable, T fallback, T min, T max) {
   const std::string_view value(text);
   T parsed{};
   auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), parsed);
-  if (ec != std::errc() || end != value.data() + value.size()) {
+  const bool whole = end == value.data() + value.size();
+  if ((ec != std::errc() && ec != std::errc::result_out_of_range) || !whole) {
     return std::unexpected(env_error(variable, value, "expected an integer"));
   }
-  if (parsed < min || parsed > max) {
+  if (ec == std::errc::result_out_of_range || parsed < min || parsed > max) {
     return std::unexpected(
         env_error(variable, value, fmt::format("expected a value in [{}, {}]", min, max)));
   }
@@ -95,9 +96,24 @@ rt::Result<void> flight_from_env(RecorderOptions& recorder) {
                                        "a capture started mid-run (VTRACE_CAPTURE_START) is "
                                        "not a flight window: leave the mode unset"));
     }
+    // The window's own variables mean nothing here: one set is a mistake, said as one. The
+    // crash window does apply (it writes what the capture holds once it has started).
+    for (const char* flight_only :
+         {"VTRACE_CAPTURE_WINDOW_BATCHES", "VTRACE_CAPTURE_WINDOW_MIB", "VTRACE_CAPTURE_MAX_WINDOWS",
+          "VTRACE_CAPTURE_SIGNAL", "VTRACE_CAPTURE_JOURNAL", "VTRACE_CAPTURE_TRIGGER_ERRORS",
+          "VTRACE_CAPTURE_TRIGGER_COUNTER"}) {
+      if (const char* value = std::getenv(flight_only); value != nullptr && *value != '\0') {
+        return std::unexpected(env_error(flight_only, value,
+                                         "it applies to flight mode (VTRACE_CAPTURE_MODE=flight), "
+                                         "not to a capture started mid-run (VTRACE_CAPTURE_START)"));
+      }
+    }
+    auto crash = env_number<int>("VTRACE_CAPTURE_CRASH", 1, 0, 1);
+    if (!crash) return std::unexpected(crash.error());
     recorder.mode = CaptureMode::kFlight;
     recorder.flight.start = *start;
     recorder.flight.stop = *stop;
+    recorder.flight.window_on_crash = *crash == 1;
     return {};
   }
   if (m.empty() || m == "full") return {};

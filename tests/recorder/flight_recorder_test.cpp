@@ -957,6 +957,22 @@ TEST_CASE("VTRACE_CAPTURE in flight mode refuses a path that cannot be written, 
         {"VTRACE_CAPTURE_STOP", "submit:2"}},
        "VTRACE_CAPTURE_STOP=`submit:2` is not valid: it must come after "
        "VTRACE_CAPTURE_START=`submit:5`"},
+      // A mid-run capture checks the crash switch, and refuses the flight window's variables.
+      {{{"VTRACE_CAPTURE", (dir / "r.vtrace").string()},
+        {"VTRACE_CAPTURE_START", "submit:2"},
+        {"VTRACE_CAPTURE_CRASH", "garbage"}},
+       "VTRACE_CAPTURE_CRASH=`garbage` is not valid: expected an integer"},
+      {{{"VTRACE_CAPTURE", (dir / "r.vtrace").string()},
+        {"VTRACE_CAPTURE_START", "submit:2"},
+        {"VTRACE_CAPTURE_JOURNAL", "1"}},
+       "VTRACE_CAPTURE_JOURNAL=`1` is not valid: it applies to flight mode "
+       "(VTRACE_CAPTURE_MODE=flight), not to a capture started mid-run"},
+      // A number past its type is out of range, not "not an integer".
+      {{{"VTRACE_CAPTURE", (dir / "r.vtrace").string()},
+        {"VTRACE_CAPTURE_MODE", "flight"},
+        {"VTRACE_CAPTURE_MAX_WINDOWS", "99999999999999999999999"}},
+       "VTRACE_CAPTURE_MAX_WINDOWS=`99999999999999999999999` is not valid: expected a value in "
+       "[1, 1000]"},
   };
   for (const auto& c : cases) {
     StderrCapture err(dir.parent_path() / ("vtrace_flight_env_path_err_" +
@@ -975,6 +991,28 @@ TEST_CASE("VTRACE_CAPTURE in flight mode refuses a path that cannot be written, 
   }
   std::filesystem::remove(dir.parent_path() /
                           ("vtrace_flight_env_path_err_" + std::to_string(::getpid())));
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("VTRACE_CAPTURE_CRASH=0 turns the crash window off in a mid-run capture too") {
+  const auto dir = fresh_dir("vtrace_capture_crash_off_test");
+  void* const found = handler_of(SIGSEGV);
+  for (const char* crash : {"0", "1"}) {
+    INFO("VTRACE_CAPTURE_CRASH=" << crash);
+    std::optional<ScopedEnv> env(std::in_place,
+                                 std::vector<std::pair<std::string, std::string>>{
+                                     {"VTRACE_CAPTURE", (dir / "m.vtrace").string()},
+                                     {"VTRACE_CAPTURE_START", "submit:2"},
+                                     {"VTRACE_CAPTURE_CRASH", crash}});
+    auto runtime = vtrace::recorder::open_runtime("reference");
+    env.reset();
+    REQUIRE(runtime.has_value());
+    REQUIRE(dynamic_cast<RecordingRuntime*>(runtime->get()) != nullptr);
+    // The recorder's crash handler is installed only when the crash window is on.
+    CHECK((handler_of(SIGSEGV) == found) == (std::string(crash) == "0"));
+    runtime->reset();
+    CHECK(handler_of(SIGSEGV) == found);
+  }
   std::filesystem::remove_all(dir);
 }
 

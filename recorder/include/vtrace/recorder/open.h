@@ -42,6 +42,9 @@
 //                               SIGUSR1 to the next") or when the runtime is dropped. Without
 //                               VTRACE_CAPTURE_MODE. A STOP in the START's unit (submit or
 //                               event) at or before the START is refused (it would hold nothing).
+//                               It takes VTRACE_CAPTURE_CRASH; a flight window's own variable
+//                               (WINDOW_*, MAX_WINDOWS, SIGNAL, JOURNAL, TRIGGER_*) set beside it
+//                               is refused.
 // Everything else keeps RecorderOptions' defaults (flush_before_submit on: a product that dies
 // inside a submit leaves that batch in the trace).
 // A recording opened this way is finalised by the recorder's destructor (when the product drops
