@@ -195,9 +195,11 @@ TraceResult<std::unique_ptr<ByteSink>> open_file_sink(const std::filesystem::pat
   if (!ec && std::filesystem::exists(status) && !std::filesystem::is_regular_file(status)) {
     return std::unexpected(TraceError{
         TraceErrorKind::kIo,
-        fmt::format("{} exists and is not a regular file; a trace is only written to a regular "
-                    "file (use open_raw_file_sink for devices)",
-                    path.string())});
+        fmt::format("{} exists and is {}; a trace is only written to a regular file",
+                    path.string(),
+                    std::filesystem::is_symlink(status)
+                        ? "a symbolic link (the trace would replace the link, not its target)"
+                        : "not a regular file")});
   }
   std::filesystem::path temporary = path;
   temporary += temporary_suffix;
