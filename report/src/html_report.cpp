@@ -104,6 +104,18 @@ class Page {
     return escape(line);
   }
 
+  // A repro runs its command on the baseline's inputs, so it shows the error the command
+  // introduces. With --resync, a command that introduces none (it only carries error in from an
+  // earlier one) is said to be one: its repro matches on every runtime.
+  static std::string carried_note(const CommandComparison& c) {
+    if (c.introduced.empty() || c.agrees) return "";
+    const bool introduces = std::any_of(c.introduced.begin(), c.introduced.end(),
+                                        [](const drift::PairResult& p) { return !p.agrees; });
+    return introduces ? ""
+                      : "<br>only carries error in (introduces none on the baseline's inputs): "
+                        "its repro matches";
+  }
+
   void head() {
     out_ << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>"
          << escape(o_.title) << "</title>\n<style>\n"
@@ -344,7 +356,7 @@ class Page {
       return;
     }
     out_ << "<table class=\"sortable\"><thead><tr><th>event</th><th>kind</th><th>shapes</th>"
-            "<th>node</th><th>class</th><th>max ulp</th><th>statistics</th><th>reproduce</th>"
+            "<th>node</th><th>class</th><th>max ulp</th><th>statistics</th><th>extract</th>"
             "</tr></thead><tbody>\n";
     for (std::size_t i = 0; i < std::min<std::size_t>(10, bad.size()); ++i) {
       const auto& c = *bad[i];
@@ -352,10 +364,10 @@ class Page {
       for (const auto& p : c.results) stats += escape(p.runtime) + ": " + stats_text(p) + "<br>";
       out_ << fmt::format(
           "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
-          "<td><code>{}</code></td></tr>\n",
+          "<td><code>{}</code>{}</td></tr>\n",
           c.event, escape(c.kind), escape(c.shapes),
           c.node_index ? std::to_string(*c.node_index) : "", class_cell(c.worst), max_ulp(c), stats,
-          extract_line(c));
+          extract_line(c), carried_note(c));
     }
     out_ << "</tbody></table></section>\n";
   }

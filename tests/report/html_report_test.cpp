@@ -178,6 +178,18 @@ TEST_CASE("the HTML report of --resync draws the introduced error beside the inh
   CHECK(has(html, "introduced (on the baseline's inputs)"));
   CHECK(has(html, "<th>introduced</th>"));
   CHECK(has(html, "<tr><th>resync</th><td>yes</td></tr>"));
+  // The worst-results table says which commands only carry error in: their repro matches.
+  CHECK_FALSE(has(html, "only carries error in"));  // the one that disagrees introduces it
+  auto carried = r;
+  for (auto& c : carried.commands) {
+    if (c.agrees || c.introduced.empty()) continue;
+    for (auto& p : c.introduced) {
+      p.agrees = true;
+      p.cls = dr::DriftClass::kBitwise;
+    }
+  }
+  CHECK(has(page(carried), "only carries error in (introduces none on the baseline's inputs): its "
+                           "repro matches"));
 }
 
 TEST_CASE("the HTML report of a match says so, and escapes what it shows", "[report]") {
