@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "vtrace/schema/trace_reader.h"
+#include "vtrace/schema/events.h"
 #include "vtrace/replayer/json_text.h"
 
 namespace vtrace::cli {
@@ -175,6 +176,17 @@ std::optional<std::string> unusable_output(const std::string& output, std::strin
     ::unlink(output.c_str());
   }
   return std::nullopt;
+}
+
+std::optional<RecordedFacts> recorded_facts(const std::string& trace) {
+  auto reader = schema::TraceReader::open(trace);
+  if (!reader) return std::nullopt;
+  RecordedFacts facts;
+  if (const auto* m = schema::read_trace_metadata((*reader)->header().metadata)) {
+    if (m->runtime_name() != nullptr) facts.runtime = m->runtime_name()->str();
+    if (m->workload_description() != nullptr) facts.workload = m->workload_description()->str();
+  }
+  return facts;
 }
 
 bool same_file(const std::string& a, const std::string& b) {

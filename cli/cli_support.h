@@ -73,6 +73,15 @@ std::string printable(std::string_view text);
 // "<file>: <message>", naming the file once (schema/trace_error.h).
 using schema::about_file;
 
+// What a trace's header says it recorded: the runtime's registry name and the workload's
+// description (each "" when absent). nullopt when the header cannot be read (the command that
+// then opens the trace says why).
+struct RecordedFacts {
+  std::string runtime;
+  std::string workload;
+};
+std::optional<RecordedFacts> recorded_facts(const std::string& trace);
+
 // Why `output` cannot become a trace file, checked before anything runs: it is empty, it exists
 // and is a directory, a device or another non-regular file (the .partial would be renamed over
 // it), its directory does not exist, or, new, it cannot be created there (tried: created and

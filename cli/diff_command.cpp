@@ -35,6 +35,14 @@ int run_diff(const DiffCommandOptions& o, const GlobalOptions& global) {
     print_error(report.error().message);
     return kExitUsage;
   }
+  // diff aligns two recordings of one workload: of two workloads, its numbers compare nothing.
+  const auto fa = recorded_facts(o.a);
+  const auto fb = recorded_facts(o.b);
+  if (fa && fb && !fa->workload.empty() && !fb->workload.empty() && fa->workload != fb->workload) {
+    print_warning(fmt::format("{} and {} record different workloads (`{}` and `{}`): their "
+                              "differences are the workloads', not the runtimes'",
+                              o.a, o.b, printable(fa->workload), printable(fb->workload)));
+  }
   warn_incomplete(*report, "diff");
   const std::string reproduce = shell_command(
       {"vtrace", "diff", path_argument(o.a), path_argument(o.b), "--check", o.check});

@@ -16,8 +16,6 @@
 #include "runtime_flags.h"
 #include "vtrace/drift/lockstep.h"
 #include "vtrace/replayer/replay_trace.h"
-#include "vtrace/schema/events.h"
-#include "vtrace/schema/trace_reader.h"
 
 namespace vtrace::cli {
 
@@ -91,21 +89,13 @@ class ProgressObserver final : public replayer::ReplayObserver {
   std::vector<report::StepTime> times_;
 };
 
-// The runtime the header says the trace was recorded on (replay's default), or "" when the
-// header cannot be read (the replay then says why).
-std::string recorded_runtime(const std::string& trace) {
-  auto reader = schema::TraceReader::open(trace);
-  if (!reader) return "";
-  const auto* metadata = schema::read_trace_metadata((*reader)->header().metadata);
-  if (metadata == nullptr || metadata->runtime_name() == nullptr) return "";
-  return metadata->runtime_name()->str();
-}
-
 int run_replay(const ReplayCommandOptions& o, const GlobalOptions& global) {
   replayer::ReplayTraceOptions options;
   options.runtime = o.runtime;
-  auto open = open_options(o.runtime_flags, {o.runtime.empty() ? recorded_runtime(o.trace)
-                                                                : o.runtime});
+  // Without --runtime, the recorded runtime is the one opened.
+  auto open = open_options(
+      o.runtime_flags,
+      {o.runtime.empty() ? recorded_facts(o.trace).value_or(RecordedFacts{}).runtime : o.runtime});
   if (!open) {
     print_error(open.error());
     return kExitUsage;

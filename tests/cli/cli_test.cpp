@@ -692,6 +692,10 @@ TEST_CASE("vtrace diff: the same workload on two bit-exact runtimes matches, oth
   CHECK(other.output.find("first divergence: event 2 (Admit)") != std::string::npos);
   CHECK(other.output.find("verdict: structural") != std::string::npos);
   CHECK(other.output.find("reproduce: vtrace diff") != std::string::npos);
+  // Two workloads: said as a warning, since their differences are not the runtimes'.
+  CHECK(other.output.find("record different workloads") != std::string::npos);
+  CHECK(run_vtrace(fmt::format("diff {} {}", golden("tiny"), golden("tiny-v1.2")))
+            .output.find("different workloads") == std::string::npos);
   CHECK(run_vtrace(fmt::format("diff {} /nonexistent.vtrace", golden("tiny"))).code == 2);
   CHECK(run_vtrace(fmt::format("diff {} {} --check ulp", golden("tiny"), golden("tiny"))).code ==
         2);
