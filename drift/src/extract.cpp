@@ -120,10 +120,17 @@ class Extraction {
       for (const auto* list : {&x.info->reads, &x.info->writes}) {
         for (const auto& r : *list) buffers_.insert(r.buffer);
       }
+      // The window keeps the recording's batches: each is submitted and its results read back
+      // before the next runs, so a later batch that writes the same buffer hides nothing.
+      if (batches_.empty() || batches_.back().begin != x.begin) {
+        batches_.push_back({x.begin, x.batch, {}, {}, {}});
+      }
+      auto& batch = batches_.back();
+      batch.commands.push_back(&x);
       for (const auto& w : x.info->writes) {
-        if (std::none_of(written_.begin(), written_.end(),
+        if (std::none_of(batch.written.begin(), batch.written.end(),
                          [&](const Region& v) { return same_region(v, w); })) {
-          written_.push_back(w);
+          batch.written.push_back(w);
         }
       }
     }
@@ -170,17 +177,21 @@ class Extraction {
       contents_[b] = std::move(*bytes);
       descriptors_[b] = descriptor;
     }
-    for (const auto& x : window_) {
-      if (auto ran = executor.run_private(*x.info->step); !ran) {
-        return Failure(runtime_failure(fmt::format("running event {}", x.info->event), ran.error()));
+    for (auto& batch : batches_) {
+      for (const Executed* x : batch.commands) {
+        if (auto ran = executor.run_private(*x->info->step); !ran) {
+          return Failure(
+              runtime_failure(fmt::format("running event {}", x->info->event), ran.error()));
+        }
       }
-    }
-    for (const auto& w : written_) {
-      auto bytes = executor.read_buffer(w.buffer, {w.offset_bytes, w.length_bytes});
-      if (!bytes) {
-        return Failure(runtime_failure(fmt::format("reading buffer#{}", w.buffer), bytes.error()));
+      for (const auto& w : batch.written) {
+        auto bytes = executor.read_buffer(w.buffer, {w.offset_bytes, w.length_bytes});
+        if (!bytes) {
+          return Failure(
+              runtime_failure(fmt::format("reading buffer#{}", w.buffer), bytes.error()));
+        }
+        batch.results.push_back(std::move(*bytes));
       }
-      results_.push_back(std::move(*bytes));
     }
     return {};
   }
@@ -247,23 +258,32 @@ class Extraction {
     std::string why;
     {
       rp::StepExecutor repro(plan_, **recording, *target->auxiliary);
-      if (!allocate_and_upload(repro, report, why) || !run_window(repro, why)) {
+      if (!allocate_and_upload(repro, report, why)) {
         return discard(usage(
             fmt::format("the repro could not be recorded on {}: {}", options_.runtime, why)));
       }
-      for (std::size_t i = 0; i < written_.size(); ++i) {
-        const auto& w = written_[i];
-        auto bytes = repro.read_buffer(w.buffer, {w.offset_bytes, w.length_bytes});
-        if (!bytes) {
-          return discard(
-              Failure(runtime_failure(fmt::format("reading buffer#{}", w.buffer), bytes.error())));
+      std::set<std::uint64_t> encoded;  // a command submitted in two batches is encoded once
+      for (std::size_t k = 0; k < batches_.size(); ++k) {
+        const auto& batch = batches_[k];
+        if (!run_batch(repro, k, encoded, why)) {
+          return discard(usage(
+              fmt::format("the repro could not be recorded on {}: {}", options_.runtime, why)));
         }
-        ++report.readbacks;
-        if (*bytes != results_[i] && report.reproduces_baseline) {
-          report.reproduces_baseline = false;
-          report.difference = fmt::format(
-              "buffer#{} [{}, {}) reads back differently in the repro than in the original run",
-              w.buffer, w.offset_bytes, w.offset_bytes + w.length_bytes);
+        for (std::size_t i = 0; i < batch.written.size(); ++i) {
+          const auto& w = batch.written[i];
+          auto bytes = repro.read_buffer(w.buffer, {w.offset_bytes, w.length_bytes});
+          if (!bytes) {
+            return discard(Failure(
+                runtime_failure(fmt::format("reading buffer#{}", w.buffer), bytes.error())));
+          }
+          ++report.readbacks;
+          if (*bytes != batch.results[i] && report.reproduces_baseline) {
+            report.reproduces_baseline = false;
+            report.difference = fmt::format(
+                "buffer#{} [{}, {}) reads back differently in the repro than in the original run "
+                "(after the batch of event {})",
+                w.buffer, w.offset_bytes, w.offset_bytes + w.length_bytes, batch.begin);
+          }
         }
       }
     }
@@ -312,18 +332,23 @@ class Extraction {
     return true;
   }
 
-  // The window's commands encoded as recorded, one batch with their entries, a wait.
-  bool run_window(rp::StepExecutor& repro, std::string& why) {
+  // Batch `k` of the window: its commands encoded as recorded (each once), one batch with their
+  // entries on the stream of the window's first batch (the one the repro creates), a wait.
+  bool run_batch(rp::StepExecutor& repro, std::size_t k, std::set<std::uint64_t>& encoded,
+                 std::string& why) {
+    const auto& window_batch = batches_[k];
     rp::step::SubmitBegin batch;
-    batch.stream = window_.front().batch->stream;
-    for (const auto& x : window_) {
-      if (!ran(repro, *x.info->step, why)) return false;
-      rp::step::Entry entry = *x.entry;
-      entry.command = {x.info->encoded_as, rp::ObjectRef::Space::kOwn};
+    batch.stream = batches_.front().batch->stream;
+    for (const Executed* x : window_batch.commands) {
+      if (encoded.insert(x->info->encoded_as).second && !ran(repro, *x->info->step, why)) {
+        return false;
+      }
+      rp::step::Entry entry = *x->entry;
+      entry.command = {x->info->encoded_as, rp::ObjectRef::Space::kOwn};
       batch.entries.push_back(entry);
     }
     // Ordinals past the plan's: the executor keys its pending submit and fence by them.
-    const std::uint64_t begin = plan_.steps().size();
+    const std::uint64_t begin = plan_.steps().size() + 3 * k;
     const std::uint64_t fence = begin;
     if (!ran(repro, {begin, "SubmitBegin", batch}, why)) return false;
     if (!ran(repro, {begin + 1, "SubmitEnd", rp::step::SubmitEnd{begin, fence, {}, false}}, why)) {
@@ -333,7 +358,7 @@ class Extraction {
     wait.fence = {fence, rp::ObjectRef::Space::kOwn};
     const auto waited = repro.execute({begin + 2, "WaitFence", wait});
     if (waited.fence && std::holds_alternative<rt::RuntimeError>(*waited.fence)) {
-      why = fmt::format("waiting for the window's batch failed: {}",
+      why = fmt::format("waiting for the window's batch of event {} failed: {}", window_batch.begin,
                         std::get<rt::RuntimeError>(*waited.fence).message());
       return false;
     }
@@ -348,10 +373,18 @@ class Extraction {
   std::vector<Executed> before_;  // the window's first batch's commands before it
   std::vector<Executed> window_;
   std::set<std::uint64_t> buffers_;  // every buffer the window reads or writes
-  std::vector<Region> written_;      // distinct regions it writes, first writes first
+  // The window's commands by the recording's batch (in order): each batch's distinct written
+  // regions, first writes first, and their contents after it on the baseline.
+  struct WindowBatch {
+    std::uint64_t begin = 0;  // its SubmitBegin
+    const rp::step::SubmitBegin* batch = nullptr;
+    std::vector<const Executed*> commands;
+    std::vector<Region> written;
+    std::vector<std::vector<std::uint8_t>> results;
+  };
+  std::vector<WindowBatch> batches_;
   std::map<std::uint64_t, std::vector<std::uint8_t>> contents_;  // before the window
   std::map<std::uint64_t, rt::BufferDescriptor> descriptors_;
-  std::vector<std::vector<std::uint8_t>> results_;  // written_'s contents after it, baseline
 };
 
 }  // namespace

@@ -9,6 +9,7 @@
 
 #include <catch2/catch.hpp>
 #include <fstream>
+#include <set>
 #include <iterator>
 
 #include "support/flaky_runtime.h"
@@ -196,6 +197,40 @@ TEST_CASE(
   CHECK(std::find(read.begin(), read.end(), recorded[0]) != read.end());
   CHECK(replay(window, "reference").matched());
   CHECK_FALSE(replay(window, "cpu-splitk").matched());
+}
+
+TEST_CASE("a window across batches keeps them: each batch's drift is read back before the next",
+          "[drift]") {
+  // Step 1's batch drifts on cpu-splitk; step 2's batch writes the same buffers and (its inputs
+  // being the reference's, uploaded) does not. One merged batch read back at the end showed
+  // step 2's results only: no mismatch.
+  ScratchDir dir("extract-batches");
+  auto spec = vtrace::test::small_decode_spec();
+  spec.seed = 1;
+  spec.decode.hidden = 48;
+  spec.decode.ffn = 1024;
+  spec.decode.participants = 2;
+  spec.decode.steps = 2;
+  const auto trace = dir / "decode.vtrace";
+  (void)vtrace::test::record_workload(spec, trace, "reference");
+  dr::CompareOptions options;
+  options.runtimes = {"reference", "cpu-splitk"};
+  options.deep = true;
+  auto compared = dr::compare_trace(trace, options, rt::default_registry());
+  REQUIRE(compared.has_value());
+  REQUIRE(compared->first_divergence.has_value());
+  auto plan = rp::open_plan(trace);
+  REQUIRE(plan.has_value());
+  const auto repro = dir / "window.vtrace";
+  const auto r =
+      extract(trace, repro, compared->first_divergence->event, plan->steps().size() - 1);
+  std::set<std::uint64_t> batches;
+  for (const auto& c : r.commands) batches.insert(c.submit_event);
+  REQUIRE(batches.size() > 1);
+  CHECK(r.reproduces_baseline);
+  CHECK(replay(repro, "reference").matched());
+  CHECK(replay(repro, "cpu").matched());
+  CHECK_FALSE(replay(repro, "cpu-splitk").matched());
 }
 
 TEST_CASE("extract says when a runtime's results depend on more than the command's inputs",
