@@ -153,11 +153,14 @@ class Timeline {
                           : submitted      ? "submitted"
                           : ended->rejected ? "rejected"
                                             : "not submitted";
+    // A foreign stream (another runtime's, on the host track) is not this runtime's stream#N.
+    const bool own = b.stream.space == rp::ObjectRef::Space::kOwn;
     json batch_args = {{"event", s.ordinal},
-                 {"commands", b.entries.size()},
-                 {"stream", b.stream.ordinal},
-                 {"completed", submitted},
-                 {"outcome", outcome}};
+                       {"commands", b.entries.size()},
+                       {"stream", own ? json(b.stream.ordinal) : json(nullptr)},
+                       {"completed", submitted},
+                       {"outcome", outcome}};
+    if (!own) batch_args["foreign_stream"] = b.stream.ordinal;
     if (ended != nullptr && ended->not_submitted) {
       batch_args["error"] = rp::outcome_text(ended->not_submitted);
     } else if (ended != nullptr && ended->rejected) {

@@ -53,6 +53,7 @@ TEST_CASE("a timeline has a track per stream, batches holding their commands, fl
     std::uint64_t submits = 0, entries = 0, snapshots = 0, readbacks = 0, after_batch = 0;
     std::set<std::uint64_t> streams, ran_on;  // streams with a batch; with a submitted batch
     std::map<std::uint64_t, std::string> outcome;  // SubmitBegin event -> what its submit said
+    std::set<std::uint64_t> foreign;               // SubmitBegin events on a foreign stream
     for (const auto& s : plan.steps()) {
       if (const auto* b = std::get_if<rp::step::SubmitBegin>(&s.body)) {
         ++submits;
@@ -61,6 +62,7 @@ TEST_CASE("a timeline has a track per stream, batches holding their commands, fl
         const auto* end = plan.submit_end(s.ordinal);
         const auto& e = std::get<rp::step::SubmitEnd>(end->body);
         outcome[s.ordinal] = e.fence ? "submitted" : e.rejected ? "rejected" : "not submitted";
+        if (b->stream.space != rp::ObjectRef::Space::kOwn) foreign.insert(s.ordinal);
         if (e.fence) ran_on.insert(b->stream.ordinal);
       }
       if (std::holds_alternative<rp::step::CounterSnapshot>(s.body)) ++snapshots;
@@ -105,7 +107,12 @@ TEST_CASE("a timeline has a track per stream, batches holding their commands, fl
       CHECK(b["args"].contains("error") == (want != "submitted"));
       CHECK((std::string(b["name"]).find(want) != std::string::npos) == (want != "submitted"));
       not_submitted += want == "submitted" ? 0U : 1U;
+      // A batch on another runtime's stream names no stream#N of this one.
+      const bool on_foreign = foreign.count(b["args"]["event"].get<std::uint64_t>()) == 1;
+      CHECK(b["args"]["stream"].is_null() == on_foreign);
+      CHECK(b["args"].contains("foreign_stream") == on_foreign);
     }
+    if (std::string(name).starts_with("contract")) CHECK_FALSE(foreign.empty());
     if (std::string(name).starts_with("contract")) CHECK(not_submitted > 0);
     CHECK(commands.size() == entries);
     CHECK(reads.size() == readbacks);
