@@ -107,12 +107,22 @@ schema::TraceResult<void> put_event(schema::TraceWriter& writer, const OutEvent&
 
 }  // namespace
 
+namespace {
+// The windows' base resolved once, at creation: a product that changes its working directory
+// later still gets its windows (and journals) beside the path it named.
+std::filesystem::path absolute_or_given(const std::filesystem::path& path) {
+  std::error_code ec;
+  auto absolute = std::filesystem::absolute(path, ec);
+  return ec ? path : absolute.lexically_normal();
+}
+}  // namespace
+
 FlightRecorder::FlightRecorder(FlightOptions options, std::filesystem::path base_path,
                                std::vector<std::uint8_t> metadata_source,
                                schema::TraceWriterOptions writer_options,
                                std::optional<rt::CounterSnapshot> counters_at_start)
     : options_(std::move(options)),
-      base_path_(std::move(base_path)),
+      base_path_(absolute_or_given(base_path)),
       metadata_source_(std::move(metadata_source)),
       writer_options_(writer_options) {
   Segment first;

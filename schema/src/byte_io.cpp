@@ -23,12 +23,16 @@ TraceError io_error(const std::string& what, const std::filesystem::path& path, 
 
 class FileSink final : public ByteSink {
  public:
-  FileSink(int fd, std::filesystem::path write_path, std::filesystem::path final_path, bool rename)
-      : fd_(fd), write_path_(std::move(write_path)), final_path_(std::move(final_path)),
-        rename_(rename) {}
+  // `dir_fd`: the folder both names are in (rename mode), or -1; the sink owns it. The rename
+  // goes through it, so a process that changes its working directory meanwhile still commits.
+  FileSink(int fd, int dir_fd, std::filesystem::path write_path, std::filesystem::path final_path,
+           bool rename)
+      : fd_(fd), dir_fd_(dir_fd), write_path_(std::move(write_path)),
+        final_path_(std::move(final_path)), rename_(rename) {}
   ~FileSink() override {
     // Without commit() the .partial file stays: it is a recoverable, cut trace.
     if (fd_ >= 0) ::close(fd_);
+    if (dir_fd_ >= 0) ::close(dir_fd_);
   }
 
   TraceResult<void> write(std::span<const std::uint8_t> bytes) override {
@@ -59,14 +63,11 @@ class FileSink final : public ByteSink {
     const int fd = fd_;
     fd_ = -1;
     if (::close(fd) != 0) return std::unexpected(io_error("cannot close", write_path_, errno));
-    if (rename_) {
-      std::error_code ec;
-      std::filesystem::rename(write_path_, final_path_, ec);
-      if (ec) {
-        return std::unexpected(TraceError{
-            TraceErrorKind::kIo, fmt::format("cannot rename {} to {}: {}", write_path_.string(),
-                                             final_path_.string(), ec.message())});
-      }
+    if (rename_ && ::renameat(dir_fd_, write_path_.filename().c_str(), dir_fd_,
+                              final_path_.filename().c_str()) != 0) {
+      return std::unexpected(TraceError{
+          TraceErrorKind::kIo, fmt::format("cannot rename {} to {}: {}", write_path_.string(),
+                                           final_path_.string(), std::strerror(errno))});
     }
     return {};
   }
@@ -78,6 +79,7 @@ class FileSink final : public ByteSink {
     return TraceError{TraceErrorKind::kIo, fmt::format("{} is already committed", describe())};
   }
   int fd_;
+  int dir_fd_;
   std::filesystem::path write_path_;
   std::filesystem::path final_path_;
   bool rename_;
@@ -90,14 +92,22 @@ TraceResult<std::unique_ptr<ByteSink>> open_sink(const std::filesystem::path& wr
   if (!rename) {
     const int fd = ::open(write_path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
     if (fd < 0) return std::unexpected(io_error("cannot create", write_path, errno));
-    return std::make_unique<FileSink>(fd, write_path, final_path, rename);
+    return std::make_unique<FileSink>(fd, -1, write_path, final_path, rename);
   }
+  // Both names live in one folder, opened once: every later step goes through it.
+  const std::filesystem::path folder =
+      final_path.parent_path().empty() ? std::filesystem::path(".") : final_path.parent_path();
+  const int dir = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir < 0) return std::unexpected(io_error("cannot create", write_path, errno));
+  const std::string name = write_path.filename().string();
   // The temporary (.partial) file is ours to truncate, so it is opened only if it is a regular file of its
   // own: a symbolic link planted at that name (say in /tmp) must not truncate what it points to,
   // and a FIFO there must not block the open. The check names the case; O_NOFOLLOW, O_NONBLOCK
   // and the fstat below keep it true if the name changes between the check and the open.
   struct ::stat before {};
-  if (::lstat(write_path.c_str(), &before) == 0 && !S_ISREG(before.st_mode)) {
+  if (::fstatat(dir, name.c_str(), &before, AT_SYMLINK_NOFOLLOW) == 0 &&
+      !S_ISREG(before.st_mode)) {
+    ::close(dir);
     return std::unexpected(TraceError{
         TraceErrorKind::kIo,
         fmt::format("cannot create {}: it exists and is {}, and a trace is only written to a "
@@ -105,12 +115,17 @@ TraceResult<std::unique_ptr<ByteSink>> open_sink(const std::filesystem::path& wr
                     write_path.string(),
                     S_ISLNK(before.st_mode) ? "a symbolic link" : "not a regular file")});
   }
-  const int fd = ::open(write_path.c_str(),
-                        O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
-  if (fd < 0) return std::unexpected(io_error("cannot create", write_path, errno));
+  const int fd = ::openat(dir, name.c_str(),
+                          O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
+  if (fd < 0) {
+    const int err = errno;
+    ::close(dir);
+    return std::unexpected(io_error("cannot create", write_path, err));
+  }
   struct ::stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
+    ::close(dir);
     return std::unexpected(TraceError{
         TraceErrorKind::kIo,
         fmt::format("cannot create {}: it exists and is not a regular file", write_path.string())});
@@ -119,9 +134,10 @@ TraceResult<std::unique_ptr<ByteSink>> open_sink(const std::filesystem::path& wr
   if (status_flags < 0 || ::fcntl(fd, F_SETFL, status_flags & ~O_NONBLOCK) != 0) {
     const int err = errno;
     ::close(fd);
+    ::close(dir);
     return std::unexpected(io_error("cannot create", write_path, err));
   }
-  return std::make_unique<FileSink>(fd, write_path, final_path, rename);
+  return std::make_unique<FileSink>(fd, dir, write_path, final_path, rename);
 }
 
 class FileSource final : public ByteSource {

@@ -864,6 +864,26 @@ TEST_CASE("flight: two runtimes opened with VTRACE_CAPTURE never write the same 
   std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("flight windows of a relative path go beside it after the product changes directory") {
+  const auto dir = fresh_dir("vtrace_flight_cwd_test");
+  const auto elsewhere = fresh_dir("vtrace_flight_cwd_elsewhere");
+  const auto before = std::filesystem::current_path();
+  std::filesystem::current_path(dir);
+  auto rec = RecordingRuntime::create(make_reference(), "reference", "rel.vtrace",
+                                      flight_options(4));
+  std::filesystem::current_path(elsewhere);
+  REQUIRE(rec.has_value());
+  REQUIRE(wl::run_workload(small_decode(3), **rec, nullptr).has_value());
+  const auto window = (*rec)->dump_window();
+  std::filesystem::current_path(before);
+  REQUIRE(window.has_value());
+  CHECK(std::filesystem::exists(dir / window->filename()));
+  CHECK(std::filesystem::is_empty(elsewhere));
+  rec->reset();
+  std::filesystem::remove_all(dir);
+  std::filesystem::remove_all(elsewhere);
+}
+
 TEST_CASE("a full recording's path is never taken by a window, a capture or another recording "
           "while it writes") {
   const auto dir = fresh_dir("vtrace_full_claim_test");

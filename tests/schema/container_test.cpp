@@ -715,6 +715,30 @@ TEST_CASE("a file sink never writes its .partial through a link, a FIFO or a dir
   std::filesystem::remove(target);
 }
 
+TEST_CASE("a file sink opened by a relative name commits beside it after a change of directory",
+          "[schema]") {
+  const auto home = temp_path("cwd-home");
+  const auto elsewhere = temp_path("cwd-elsewhere");
+  std::filesystem::create_directories(home);
+  std::filesystem::create_directories(elsewhere);
+  const auto before = std::filesystem::current_path();
+  std::filesystem::current_path(home);
+  auto sink = vs::open_file_sink("rel.vtrace");
+  REQUIRE(sink.has_value());
+  const std::uint8_t byte = 9;
+  REQUIRE((*sink)->write({&byte, 1}).has_value());
+  std::filesystem::current_path(elsewhere);  // the product moves on
+  const auto committed = (*sink)->commit();
+  std::filesystem::current_path(before);
+  INFO((committed ? std::string() : committed.error().message));
+  CHECK(committed.has_value());
+  CHECK(std::filesystem::file_size(home / "rel.vtrace") == 1);
+  CHECK_FALSE(std::filesystem::exists(home / "rel.vtrace.partial"));
+  CHECK_FALSE(std::filesystem::exists(elsewhere / "rel.vtrace"));
+  std::filesystem::remove_all(home);
+  std::filesystem::remove_all(elsewhere);
+}
+
 TEST_CASE("about_file names the file once, and a name inside another word is no naming",
           "[schema]") {
   using vtrace::schema::about_file;
