@@ -102,6 +102,17 @@ std::string bytes_of(const std::filesystem::path& file) {
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
+// Where cpu-splitk first diverges from reference on `trace`, command by command (--deep).
+dr::FirstDivergence first_splitk_divergence(const std::filesystem::path& trace) {
+  dr::CompareOptions options;
+  options.runtimes = {"reference", "cpu-splitk"};
+  options.deep = true;
+  auto compared = dr::compare_trace(trace, options, rt::default_registry());
+  REQUIRE(compared.has_value());
+  REQUIRE(compared->first_divergence.has_value());
+  return *compared->first_divergence;
+}
+
 }  // namespace
 
 TEST_CASE(
@@ -110,20 +121,15 @@ TEST_CASE(
     "[drift]") {
   ScratchDir dir("extract-first");
   const auto trace = record_long_decode(dir);
-  dr::CompareOptions options;
-  options.runtimes = {"reference", "cpu-splitk"};
-  options.deep = true;
-  auto compared = dr::compare_trace(trace, options, rt::default_registry());
-  REQUIRE(compared.has_value());
-  REQUIRE(compared->first_divergence.has_value());
-  const auto event = compared->first_divergence->event;
+  const auto divergence = first_splitk_divergence(trace);
+  const auto event = divergence.event;
 
   const auto repro = dir / "repro.vtrace";
   const auto r = extract(trace, repro, event, event);
   REQUIRE(r.commands.size() == 1);
   CHECK(r.commands[0].event == event);
   CHECK(r.commands[0].kind == "EncodeDenseLinear");
-  CHECK(r.commands[0].command == *compared->first_divergence->command);
+  CHECK(r.commands[0].command == *divergence.command);
   CHECK(r.buffers.size() == 3);  // its input, weight and output
   CHECK(r.readbacks == 1);
   CHECK(r.reproduces_baseline);
@@ -213,17 +219,11 @@ TEST_CASE("a window across batches keeps them: each batch's drift is read back b
   spec.decode.steps = 2;
   const auto trace = dir / "decode.vtrace";
   (void)vtrace::test::record_workload(spec, trace, "reference");
-  dr::CompareOptions options;
-  options.runtimes = {"reference", "cpu-splitk"};
-  options.deep = true;
-  auto compared = dr::compare_trace(trace, options, rt::default_registry());
-  REQUIRE(compared.has_value());
-  REQUIRE(compared->first_divergence.has_value());
   auto plan = rp::open_plan(trace);
   REQUIRE(plan.has_value());
   const auto repro = dir / "window.vtrace";
   const auto r =
-      extract(trace, repro, compared->first_divergence->event, plan->steps().size() - 1);
+      extract(trace, repro, first_splitk_divergence(trace).event, plan->steps().size() - 1);
   std::set<std::uint64_t> batches;
   for (const auto& c : r.commands) batches.insert(c.submit_event);
   REQUIRE(batches.size() > 1);
