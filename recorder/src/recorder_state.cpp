@@ -171,6 +171,9 @@ RecorderCloseResult RecordingRuntime::State::close_locked(const CloseReason& rea
   } else {
     close_result = *closed;
   }
+  // A trace that is complete at its path lets go of it: a later recording may write there. One
+  // that failed keeps it (its .partial holds the events) until the recorder is destroyed.
+  if (*close_result) trace_path_claim = detail::CapturePathClaim{};
   if (!*close_result) {
     std::string left;
     if (!trace_path.empty()) {

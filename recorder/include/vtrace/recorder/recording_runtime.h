@@ -100,8 +100,9 @@ class RecordingRuntime final : public runtime::DeviceRuntime {
   // the registry name of the wrapped runtime, stored in the trace metadata. While the recording
   // lives its path is held in the process-wide name allocator (capture_names: flight windows and
   // open_runtime captures take other names), and a second create() to the same path is refused
-  // (kInternal, "… is being written by another recording of this process"); once it is
-  // destroyed the path may be recorded to again (the file is replaced, as any file is).
+  // (kInternal, "… is being written by another recording of this process"); once it is closed
+  // successfully (or destroyed) the path may be recorded to again (the file is replaced, as any
+  // file is).
   static runtime::Result<std::unique_ptr<RecordingRuntime>> create(
       std::unique_ptr<runtime::DeviceRuntime> inner, std::string runtime_name,
       const std::filesystem::path& trace_path, RecorderOptions options = {});
