@@ -921,7 +921,7 @@ TEST_CASE("a full recording's path is never taken by a window, a capture or anot
   CHECK(window_of(*window).trigger == "api");
   // Once that recording is closed, its path can be recorded to again (the file is replaced).
   auto later = RecordingRuntime::create(make_reference(), "reference", path, RecorderOptions{});
-  CHECK(later.has_value());
+  REQUIRE(later.has_value());
   later->reset();
   full->reset();
   flight->reset();
