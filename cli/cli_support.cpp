@@ -17,6 +17,7 @@
 
 #include "vtrace/schema/trace_reader.h"
 #include "vtrace/schema/events.h"
+#include "vtrace/schema/trace_repair.h"
 #include "vtrace/replayer/json_text.h"
 
 namespace vtrace::cli {
@@ -258,18 +259,10 @@ std::string partial_note(const std::string& output) {
   std::error_code ec;
   const std::string partial = output + ".partial";
   if (!std::filesystem::is_regular_file(partial, ec)) return "";
-  // The repair's output: OUT, unless something else now stands there (a directory).
-  std::string repaired = output;
-  const auto there = std::filesystem::symlink_status(output, ec);
-  if (std::filesystem::exists(there) && !std::filesystem::is_regular_file(there)) {
-    const std::filesystem::path path(output);
-    repaired = (path.parent_path() /
-                (path.stem().string() + ".repaired" + path.extension().string()))
-                   .string();
-  }
-  return fmt::format("; the events recorded so far are in {} (`{}` finishes it)", partial,
-                     shell_command({"vtrace", "repair", path_argument(partial), "-o",
-                                    path_argument(repaired)}));
+  return fmt::format(
+      "; the events recorded so far are in {} (`{}` finishes it)", partial,
+      shell_command({"vtrace", "repair", path_argument(partial), "-o",
+                     path_argument(schema::repair_output_for(output).string())}));
 }
 
 std::string human_bytes(std::uint64_t bytes) {

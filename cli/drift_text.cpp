@@ -32,8 +32,9 @@ void print_introduced(const drift::CompareReport& r) {
     }
   }
   const auto n = r.counts();
-  fmt::print("introduced error (--resync): {} of {} commands introduce error, {} only carry it in\n",
-             n.commands_introducing, n.commands, n.commands_carrying_only);
+  fmt::print(
+      "introduced error (--resync): {} of {} commands introduce error, {} only carry it in\n",
+      n.commands_introducing, n.commands, n.commands_carrying_only);
   for (std::size_t i = 0; i < std::min<std::size_t>(10, introducing.size()); ++i) {
     const auto& c = *introducing[i];
     for (std::size_t k = 0; k < c.introduced.size(); ++k) {

@@ -38,7 +38,8 @@ void print_extract_report(const drift::ExtractReport& r) {
   fmt::print("  {}: {} events; buffers uploaded: {} ({}); readbacks: {}, holding {}'s results\n",
              r.output, r.events, r.buffers.size(), human_bytes(r.uploaded_bytes), r.readbacks,
              r.runtime);
-  fmt::print("  replay it: vtrace replay {} --runtime RUNTIME\n", shell_quote(path_argument(r.output)));
+  fmt::print("  replay it: vtrace replay {} --runtime RUNTIME\n",
+             shell_quote(path_argument(r.output)));
 }
 
 int run_extract(const ExtractCommandOptions& o, const GlobalOptions& global) {

@@ -92,10 +92,14 @@ class ProgressObserver final : public replayer::ReplayObserver {
 int run_replay(const ReplayCommandOptions& o, const GlobalOptions& global) {
   replayer::ReplayTraceOptions options;
   options.runtime = o.runtime;
-  // Without --runtime, the recorded runtime is the one opened.
+  // Without --runtime, the recorded runtime is the one opened; its name (from the header) is
+  // only needed to check --isa and --threads against it.
+  const bool runtime_specific = !o.runtime_flags.isa.empty() || o.runtime_flags.threads != 0;
   auto open = open_options(
       o.runtime_flags,
-      {o.runtime.empty() ? recorded_facts(o.trace).value_or(RecordedFacts{}).runtime : o.runtime});
+      {o.runtime.empty() && runtime_specific
+           ? recorded_facts(o.trace).value_or(RecordedFacts{}).runtime
+           : o.runtime});
   if (!open) {
     print_error(open.error());
     return kExitUsage;

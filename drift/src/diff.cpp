@@ -34,8 +34,9 @@ std::expected<CompareReport, rp::ReplayFailure> diff_traces(const std::filesyste
           FirstDivergence{event,   std::nullopt, std::nullopt,           event_kind,
                           call,    label_b,      DriftClass::kStructural};
     }
-    report.structural.push_back({report.structural.size(), event, std::move(call), label_b, label_a, std::move(what),
-                                 std::move(expected), std::move(actual)});
+    report.structural.push_back({report.structural.size(), event, std::move(call), label_b,
+                                 label_a, std::move(what), std::move(expected),
+                                 std::move(actual)});
   };
   const std::size_t common = std::min(sa.size(), sb.size());
   for (std::size_t i = 0; i < common; ++i) {

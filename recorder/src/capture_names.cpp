@@ -34,30 +34,35 @@ std::filesystem::path sibling(const std::filesystem::path& base, const std::stri
   return out;
 }
 
-}  // namespace
+// The family's members in order: the base, then "<stem>.<N><ext>" for N = 2, 3, ...
+std::filesystem::path member(const std::filesystem::path& base, std::uint64_t n) {
+  return n == 1 ? base : sibling(base, std::to_string(n));
+}
 
-std::filesystem::path take_capture_name(const std::filesystem::path& base) {
-  const std::lock_guard lock(g_mu);
+// The first member not in g_taken, taken. Under g_mu.
+std::filesystem::path take_first_free(const std::filesystem::path& base) {
   for (std::uint64_t n = 1;; ++n) {
-    auto candidate = n == 1 ? base : sibling(base, std::to_string(n));
+    auto candidate = member(base, n);
     if (g_taken.insert(key_of(candidate)).second) return candidate;
   }
 }
 
+}  // namespace
+
+std::filesystem::path take_capture_name(const std::filesystem::path& base) {
+  const std::lock_guard lock(g_mu);
+  return take_first_free(base);
+}
+
 std::filesystem::path take_capture_name_in_crash_child(const std::filesystem::path& base) {
   std::unique_lock lock(g_mu, std::try_to_lock);
-  if (lock.owns_lock()) {
-    for (std::uint64_t n = 1;; ++n) {
-      auto candidate = n == 1 ? base : sibling(base, std::to_string(n));
-      if (g_taken.insert(key_of(candidate)).second) return candidate;
-    }
-  }
+  if (lock.owns_lock()) return take_first_free(base);
   // Held by a thread of the parent that the fork did not copy: the lock is never released here
   // and g_taken may be half updated, so the disk decides. A name is free when neither it nor
   // its .partial exists: every window written so far exists, every capture still being written
   // has its .partial, and a name taken but not yet written belonged to a thread that is gone.
   for (std::uint64_t n = 1;; ++n) {
-    auto candidate = n == 1 ? base : sibling(base, std::to_string(n));
+    auto candidate = member(base, n);
     auto partial = candidate;
     partial += ".partial";
     std::error_code ec;

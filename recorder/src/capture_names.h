@@ -29,7 +29,7 @@ namespace vtrace::recorder::detail {
 std::filesystem::path take_capture_name(const std::filesystem::path& base);
 // A full recording to an explicit path (RecordingRuntime::create/wrap with a path) holds its
 // name while it writes: claiming takes the name (no later window or capture takes it) and marks
-// it in use; false when another recording of this process holds it now. A name taken earlier
+// it in use; nullopt when another recording of this process holds it now. A name taken earlier
 // and not in use (a window written, a recording closed) can be claimed: that file is replaced,
 // as any file is. The returned claim releases the name (it stays taken) when destroyed.
 class CapturePathClaim {

@@ -99,13 +99,14 @@ rt::Result<void> flight_from_env(RecorderOptions& recorder) {
     // The window's own variables mean nothing here: one set is a mistake, said as one. The
     // crash window does apply (it writes what the capture holds once it has started).
     for (const char* flight_only :
-         {"VTRACE_CAPTURE_WINDOW_BATCHES", "VTRACE_CAPTURE_WINDOW_MIB", "VTRACE_CAPTURE_MAX_WINDOWS",
-          "VTRACE_CAPTURE_SIGNAL", "VTRACE_CAPTURE_JOURNAL", "VTRACE_CAPTURE_TRIGGER_ERRORS",
-          "VTRACE_CAPTURE_TRIGGER_COUNTER"}) {
+         {"VTRACE_CAPTURE_WINDOW_BATCHES", "VTRACE_CAPTURE_WINDOW_MIB",
+          "VTRACE_CAPTURE_MAX_WINDOWS", "VTRACE_CAPTURE_SIGNAL", "VTRACE_CAPTURE_JOURNAL",
+          "VTRACE_CAPTURE_TRIGGER_ERRORS", "VTRACE_CAPTURE_TRIGGER_COUNTER"}) {
       if (const char* value = std::getenv(flight_only); value != nullptr && *value != '\0') {
-        return std::unexpected(env_error(flight_only, value,
-                                         "it applies to flight mode (VTRACE_CAPTURE_MODE=flight), "
-                                         "not to a capture started mid-run (VTRACE_CAPTURE_START)"));
+        return std::unexpected(
+            env_error(flight_only, value,
+                      "it applies to flight mode (VTRACE_CAPTURE_MODE=flight), not to a capture "
+                      "started mid-run (VTRACE_CAPTURE_START)"));
       }
     }
     auto crash = env_number<int>("VTRACE_CAPTURE_CRASH", 1, 0, 1);

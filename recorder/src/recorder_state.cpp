@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "signal_flag.h"
+#include "vtrace/schema/trace_repair.h"
 
 namespace vtrace::recorder {
 
@@ -181,17 +182,9 @@ RecorderCloseResult RecordingRuntime::State::close_locked(const CloseReason& rea
       partial += ".partial";
       std::error_code ec;
       if (std::filesystem::is_regular_file(partial, ec)) {
-        // The repair's output: the trace's own path, unless something else now stands there
-        // (a directory: `repair` would refuse it).
-        auto repaired = trace_path;
-        const auto there = std::filesystem::symlink_status(trace_path, ec);
-        if (std::filesystem::exists(there) && !std::filesystem::is_regular_file(there)) {
-          repaired.replace_filename(trace_path.stem().string() + ".repaired" +
-                                    trace_path.extension().string());
-        }
         left = fmt::format(
             "; the events recorded so far are in {} (`vtrace repair {} -o {}` finishes it)",
-            partial.string(), partial.string(), repaired.string());
+            partial.string(), partial.string(), schema::repair_output_for(trace_path).string());
       }
     }
     notice(fmt::format("writing the trace failed: {}{}", close_result->error().message, left));

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -86,6 +87,22 @@ class FileSink final : public ByteSink {
   std::uint64_t written_ = 0;
 };
 
+// A file descriptor closed when it goes out of scope, unless released to its new owner.
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+  int release() { return std::exchange(fd_, -1); }
+
+ private:
+  int fd_;
+};
+
 TraceResult<std::unique_ptr<ByteSink>> open_sink(const std::filesystem::path& write_path,
                                                  const std::filesystem::path& final_path,
                                                  bool rename) {
@@ -97,17 +114,17 @@ TraceResult<std::unique_ptr<ByteSink>> open_sink(const std::filesystem::path& wr
   // Both names live in one folder, opened once: every later step goes through it.
   const std::filesystem::path folder =
       final_path.parent_path().empty() ? std::filesystem::path(".") : final_path.parent_path();
-  const int dir = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir < 0) return std::unexpected(io_error("cannot create", write_path, errno));
+  Fd dir(::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (dir.get() < 0) return std::unexpected(io_error("cannot create", write_path, errno));
   const std::string name = write_path.filename().string();
-  // The temporary (.partial) file is ours to truncate, so it is opened only if it is a regular file of its
-  // own: a symbolic link planted at that name (say in /tmp) must not truncate what it points to,
-  // and a FIFO there must not block the open. The check names the case; O_NOFOLLOW, O_NONBLOCK
-  // and the fstat below keep it true if the name changes between the check and the open.
+  // The temporary (.partial) file is ours to truncate, so it is opened only if it is a regular
+  // file of its own: a symbolic link planted at that name (say in /tmp) must not truncate what it
+  // points to, and a FIFO there must not block the open. The check names the case; O_NOFOLLOW,
+  // O_NONBLOCK and the fstat below keep it true if the name changes between the check and the
+  // open.
   struct ::stat before {};
-  if (::fstatat(dir, name.c_str(), &before, AT_SYMLINK_NOFOLLOW) == 0 &&
+  if (::fstatat(dir.get(), name.c_str(), &before, AT_SYMLINK_NOFOLLOW) == 0 &&
       !S_ISREG(before.st_mode)) {
-    ::close(dir);
     return std::unexpected(TraceError{
         TraceErrorKind::kIo,
         fmt::format("cannot create {}: it exists and is {}, and a trace is only written to a "
@@ -115,29 +132,20 @@ TraceResult<std::unique_ptr<ByteSink>> open_sink(const std::filesystem::path& wr
                     write_path.string(),
                     S_ISLNK(before.st_mode) ? "a symbolic link" : "not a regular file")});
   }
-  const int fd = ::openat(dir, name.c_str(),
-                          O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
-  if (fd < 0) {
-    const int err = errno;
-    ::close(dir);
-    return std::unexpected(io_error("cannot create", write_path, err));
-  }
+  Fd fd(::openat(dir.get(), name.c_str(),
+                 O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644));
+  if (fd.get() < 0) return std::unexpected(io_error("cannot create", write_path, errno));
   struct ::stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    ::close(dir);
+  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
     return std::unexpected(TraceError{
         TraceErrorKind::kIo,
         fmt::format("cannot create {}: it exists and is not a regular file", write_path.string())});
   }
-  const int status_flags = ::fcntl(fd, F_GETFL);
-  if (status_flags < 0 || ::fcntl(fd, F_SETFL, status_flags & ~O_NONBLOCK) != 0) {
-    const int err = errno;
-    ::close(fd);
-    ::close(dir);
-    return std::unexpected(io_error("cannot create", write_path, err));
+  const int status_flags = ::fcntl(fd.get(), F_GETFL);
+  if (status_flags < 0 || ::fcntl(fd.get(), F_SETFL, status_flags & ~O_NONBLOCK) != 0) {
+    return std::unexpected(io_error("cannot create", write_path, errno));
   }
-  return std::make_unique<FileSink>(fd, dir, write_path, final_path, rename);
+  return std::make_unique<FileSink>(fd.release(), dir.release(), write_path, final_path, rename);
 }
 
 class FileSource final : public ByteSource {

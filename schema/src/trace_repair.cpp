@@ -181,6 +181,15 @@ std::string_view repair_part_name(RepairDrop::Part part) {
   return "unknown";
 }
 
+std::filesystem::path repair_output_for(const std::filesystem::path& trace) {
+  std::error_code ec;
+  const auto there = std::filesystem::symlink_status(trace, ec);
+  if (!std::filesystem::exists(there) || std::filesystem::is_regular_file(there)) return trace;
+  auto repaired = trace;
+  repaired.replace_filename(trace.stem().string() + ".repaired" + trace.extension().string());
+  return repaired;
+}
+
 TraceResult<RepairReport> repair_trace(const ByteSource& source, const OpenOutput& open_output,
                                        const RepairOptions& options) {
   RepairReport report;

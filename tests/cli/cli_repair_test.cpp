@@ -247,7 +247,8 @@ TEST_CASE("vtrace repair of a damaged footer keeps every event, and of an intact
     const auto copied = nlohmann::json::parse(in);
     CHECK(copied["nothing_to_repair"] == true);
     CHECK_THAT(copied["input_state"].get<std::string>(),
-               Catch::Contains("complete:") && Catch::Contains("every checksum and index verified"));
+               Catch::Contains("complete:") &&
+                   Catch::Contains("every checksum and index verified"));
   }
   CHECK(read_bytes(dir / "copy.vtrace") == full);
   CHECK_FALSE(fs::exists(dir / "copy.vtrace.repairing"));

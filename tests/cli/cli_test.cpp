@@ -558,7 +558,8 @@ TEST_CASE("vtrace runtime options: bad values are usage errors, a missing path o
                                         option));
     CHECK_FALSE(std::filesystem::exists(trace));
   }
-  CHECK(run_vtrace(fmt::format("compare {} --runtimes reference,cpu --isa portable", golden("tiny")))
+  CHECK(run_vtrace(
+            fmt::format("compare {} --runtimes reference,cpu --isa portable", golden("tiny")))
             .code == 0);
   // A decode shape the device cannot hold: refused before any weight is generated, no trace left.
   auto too_big = run_vtrace(fmt::format(

@@ -7,11 +7,14 @@
 
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <set>
+#include <string>
 
 #include "schema/container_test_support.h"
 #include "vtrace/schema/event_links.h"
@@ -451,4 +454,18 @@ TEST_CASE(
   CHECK(d.reason ==
         fmt::format("event {} (EncodeUpload) names payload {}, which the file does not hold", *lost,
                     lost_id.hex()));
+}
+
+TEST_CASE("repair_output_for names the trace, or a sibling when something else took its name",
+          "[schema]") {
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("vtrace-repair-output-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  CHECK(vs::repair_output_for(dir / "new.vtrace") == dir / "new.vtrace");  // nothing there
+  { std::ofstream(dir / "file.vtrace") << "old"; }
+  CHECK(vs::repair_output_for(dir / "file.vtrace") == dir / "file.vtrace");  // replaced
+  std::filesystem::create_directory(dir / "taken.vtrace");
+  CHECK(vs::repair_output_for(dir / "taken.vtrace") == dir / "taken.repaired.vtrace");
+  std::filesystem::remove_all(dir);
 }

@@ -18,8 +18,9 @@
 // "<stem>.<N><ext>" (N = 2, 3, ...), at most max_windows files; each names its trigger in its
 // metadata (CaptureWindowRecord). The names come from one process-wide allocator shared by every
 // recorder, every capture of open_runtime (open.h) and every full recording to a path (held
-// while it writes), so a window never overwrites another recording's file: a recorder alone on its path writes path, stem.2, stem.3; a second recorder
-// on the same path (or a later one in the same process) takes the names the first left free.
+// while it writes), so a window never overwrites another recording's file: a recorder alone on
+// its path writes path, stem.2, stem.3; a second recorder on the same path (or a later one in the
+// same process) takes the names the first left free.
 #pragma once
 
 #include <cstdint>

@@ -43,8 +43,8 @@ class ByteSource {
 // directory. Refuses (kIo) a temporary file that exists and is not a regular file (a symbolic link,
 // a FIFO, a directory): a leftover regular one is truncated, and a link would truncate what it
 // points to.
-TraceResult<std::unique_ptr<ByteSink>> open_file_sink(const std::filesystem::path& path,
-                                                      std::string_view temporary_suffix = ".partial");
+TraceResult<std::unique_ptr<ByteSink>> open_file_sink(
+    const std::filesystem::path& path, std::string_view temporary_suffix = ".partial");
 // Writes to exactly `path` (for /dev/full and pipes in tests); commit() only flushes.
 TraceResult<std::unique_ptr<ByteSink>> open_raw_file_sink(const std::filesystem::path& path);
 TraceResult<std::unique_ptr<ByteSource>> open_file_source(const std::filesystem::path& path);

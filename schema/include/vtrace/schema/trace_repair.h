@@ -86,6 +86,11 @@ struct RepairOptions {
 
 using OpenOutput = std::function<TraceResult<std::unique_ptr<ByteSink>>()>;
 
+// Where `vtrace repair <trace>.partial` should write the finished trace: `trace` itself, unless
+// something other than a regular file (a directory, say) now stands there, which repair would
+// refuse; then "<stem>.repaired<ext>" beside it. For the messages that suggest that command.
+std::filesystem::path repair_output_for(const std::filesystem::path& trace);
+
 TraceResult<RepairReport> repair_trace(const ByteSource& source, const OpenOutput& open_output,
                                        const RepairOptions& options = {});
 
