@@ -93,12 +93,16 @@ void bm_cpu(benchmark::State& state, DenseLinearShape s, unsigned threads, bool 
   }
   Operands& op = const_cast<Operands&>(operands(s));
   DenseLinearEngine engine(threads, isa);
+  if (!engine.reserve(s, splitk)) {
+    state.SkipWithError("the engine's scratch memory could not be allocated");
+    return;
+  }
   for (auto _ : state) {
-    if (splitk) {
-      engine.dense_linear_splitk(op.input.data(), op.weight.data(), op.output.data(), s);
-    } else {
-      engine.dense_linear_exact(op.input.data(), op.weight.data(), op.output.data(), s);
-    }
+    // Reserved above: the launches allocate nothing and cannot fail.
+    const bool ran =
+        splitk ? engine.dense_linear_splitk(op.input.data(), op.weight.data(), op.output.data(), s)
+               : engine.dense_linear_exact(op.input.data(), op.weight.data(), op.output.data(), s);
+    benchmark::DoNotOptimize(ran);
     benchmark::DoNotOptimize(op.output.data());
     benchmark::ClobberMemory();
   }

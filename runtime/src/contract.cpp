@@ -1,6 +1,8 @@
 #include "vtrace/runtime/contract.h"
 
 #include <limits>
+#include <new>
+#include <string>
 
 namespace vtrace::runtime::contract {
 
@@ -9,6 +11,34 @@ RuntimeError error(ErrorKind kind, std::string_view rt, std::string_view rest) {
   message.reserve(rt.size() + 1 + rest.size());
   message.append(rt).append(" ").append(rest);
   return RuntimeError(kind, std::move(message));
+}
+
+Result<void> reserve_readback(std::string_view rt, std::vector<std::uint8_t>& output,
+                              std::uint64_t output_bytes) {
+  bool reserved = output_bytes <= output.max_size();
+  if (reserved) {
+    try {
+      output.reserve(static_cast<std::size_t>(output_bytes));
+    } catch (const std::bad_alloc&) {
+      reserved = false;
+    }
+  }
+  if (reserved) return {};
+  return std::unexpected(error(ErrorKind::kReadbackInternal, rt,
+                               "cannot allocate the " + std::to_string(output_bytes) +
+                                   " bytes of the readback's host layout"));
+}
+
+Result<void> copy_upload(std::string_view rt, std::vector<std::uint8_t>& copy,
+                         std::span<const std::uint8_t> source) {
+  try {
+    copy.assign(source.begin(), source.end());
+    return {};
+  } catch (const std::bad_alloc&) {
+    return std::unexpected(error(ErrorKind::kInternal, rt,
+                                 "cannot allocate " + std::to_string(source.size()) +
+                                     " bytes to hold the upload's copy"));
+  }
 }
 
 namespace {
@@ -153,6 +183,12 @@ Result<DenseLinearPlan> check_dense_linear(std::string_view rt, const DenseLinea
     return fail(ErrorKind::kDenseLinearTokenCount, rt,
                 "dense-linear token count differs from the rows of its launches");
   }
+  // Spec 8.3: every participant's token range is non-empty (a packed launch could otherwise
+  // claim more participants than it has rows).
+  if (request.token_count < request.participant_count) {
+    return fail(ErrorKind::kDenseLinearTokenCount, rt,
+                "dense-linear token count is below its participant count");
+  }
   return plan;
 }
 
@@ -214,12 +250,20 @@ std::expected<SubmitPlan, DefinitelyNotSubmitted> check_submit(std::string_view 
   // 5. command class and logical work, entry by entry (the first failing entry wins).
   plan.commands.reserve(plan.entries.size());
   for (auto& entry : plan.entries) {
-    ContractCommand* command = ownership.own_command(*entry.command);
+    // A null command (only C++ can make one) is not a command this runtime encoded.
+    ContractCommand* command = entry.command ? ownership.own_command(*entry.command) : nullptr;
     if (command == nullptr) {
       return not_submitted(ErrorKind::kForeignCommand,
-                           "runtime cannot submit a command it did not encode");
+                           entry.command ? "runtime cannot submit a command it did not encode"
+                                         : "runtime cannot submit a null command");
     }
     if (entry.logical_work.has_value()) {
+      // Spec 3.9: push_node_initialization, (Initialization, node, work), is the only way
+      // logical work is attached; push_entry could put it anywhere.
+      if (entry.phase != CommandPhase::kInitialization || !entry.node_index.has_value()) {
+        return not_submitted(ErrorKind::kLogicalWorkConflict,
+                             "logical work is attached only to a node's initialization entry");
+      }
       if (command->participant_count != 0 || command->token_count != 0) {
         return not_submitted(ErrorKind::kLogicalWorkConflict,
                              "core logical work cannot replace provider command attribution");

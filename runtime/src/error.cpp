@@ -4,6 +4,8 @@
 #include <array>
 #include <string>
 
+#include "white_space.h"
+
 namespace vtrace::runtime {
 
 VNextError VNextError::invalid_identity(std::string_view kind, std::string_view value,
@@ -44,11 +46,8 @@ bool is_code_byte(char c) {
          c == '_' || c == '-';
 }
 
-bool is_blank(std::string_view text) {
-  return std::all_of(text.begin(), text.end(), [](char c) {
-    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
-  });
-}
+// Blank after Rust's str::trim (Unicode White_Space, not only ASCII).
+bool is_blank(std::string_view text) { return text::trim_white_space(text).empty(); }
 
 // ASCII control bytes other than '\n' and '\t' (DEL included, as Rust's is_ascii_control).
 bool has_forbidden_control(std::string_view text) {

@@ -65,7 +65,10 @@ Result<FencePtr> submit_and_wait(DeviceRuntime& runtime, Stream& stream, Command
 
 Result<void> upload(DeviceRuntime& runtime, Stream& stream, const Buffer& destination,
                     std::span<const std::uint8_t> bytes, std::uint64_t destination_offset_bytes) {
-  auto layout = layout_of(runtime.buffer_descriptor(destination).element_type, bytes.size());
+  const BufferDescriptor descriptor = runtime.buffer_descriptor(destination);
+  // An unknown buffer (size 0, see readback below): bytes, so that encode_upload names it.
+  auto layout = layout_of(descriptor.size_bytes == 0 ? ElementType::kU8 : descriptor.element_type,
+                          bytes.size());
   if (!layout) return std::unexpected(std::move(layout).error());
   auto command = runtime.encode_upload(bytes, *layout, destination, destination_offset_bytes);
   if (!command) return std::unexpected(std::move(command).error());
@@ -94,7 +97,14 @@ Result<void> dense_linear(DeviceRuntime& runtime, Stream& stream, const Buffer& 
 
 Result<std::vector<std::uint8_t>> readback(DeviceRuntime& runtime, Stream& stream,
                                            const Buffer& source) {
-  const BufferDescriptor descriptor = runtime.buffer_descriptor(source);
+  BufferDescriptor descriptor = runtime.buffer_descriptor(source);
+  if (descriptor.size_bytes == 0) {
+    // The runtime does not know the buffer (another runtime's: its descriptor is the default,
+    // and no buffer of its own is empty): one byte asked, so that readback() names the buffer
+    // with its own error (kReadbackForeign) rather than the layout failing first.
+    descriptor.element_type = ElementType::kU8;
+    descriptor.size_bytes = 1;
+  }
   auto layout = layout_of(descriptor.element_type, descriptor.size_bytes);
   if (!layout) return std::unexpected(std::move(layout).error());
   auto region = CopyRegion::create(0, 0, descriptor.size_bytes);

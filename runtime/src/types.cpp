@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "enum_names.h"
+#include "white_space.h"
 
 namespace vtrace::runtime {
 
@@ -194,10 +195,8 @@ std::string_view attention_policy_name(AttentionExecutionPolicy policy) {
 }
 
 std::optional<AttentionExecutionPolicy> parse_attention_policy(std::string_view text) {
-  // parse_runtime_value: trim, lowercase, '_' -> '-'.
-  const auto is_space = [](char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; };
-  while (!text.empty() && is_space(text.front())) text.remove_prefix(1);
-  while (!text.empty() && is_space(text.back())) text.remove_suffix(1);
+  // parse_runtime_value: trim (Unicode White_Space, as Rust's str::trim), lowercase, '_' -> '-'.
+  text = text::trim_white_space(text);
   std::string normalized;
   normalized.reserve(text.size());
   for (char c : text) {

@@ -317,6 +317,12 @@ TEST_CASE("attention policies are kebab-case and parsing normalises case, spaces
   CHECK(attention_policy_name(AttentionExecutionPolicy::kNativeAdaptive) == "native-adaptive");
   CHECK(parse_attention_policy("native-adaptive") == AttentionExecutionPolicy::kNativeAdaptive);
   CHECK(parse_attention_policy("  Native_Adaptive\n") == AttentionExecutionPolicy::kNativeAdaptive);
+  // Trimmed as Rust's str::trim: Unicode White_Space too (U+3000, U+00A0, U+2003), but not
+  // inside the name, and not other characters (U+200B ZERO WIDTH SPACE is not White_Space).
+  CHECK(parse_attention_policy("\xE3\x80\x80portable\xC2\xA0\xE2\x80\x83") ==
+        AttentionExecutionPolicy::kPortable);
+  CHECK_FALSE(parse_attention_policy("port\xC2\xA0" "able").has_value());
+  CHECK_FALSE(parse_attention_policy("\xE2\x80\x8B" "auto").has_value());
   CHECK(parse_attention_policy("PORTABLE") == AttentionExecutionPolicy::kPortable);
   CHECK(parse_attention_policy("auto") == AttentionExecutionPolicy::kAuto);
   CHECK_FALSE(parse_attention_policy("native adaptive").has_value());

@@ -24,6 +24,7 @@
 #include "reference/dense_linear_kernel.h"
 #include "support/test_support.h"
 #include "vtrace/runtime/cpu/cpu_runtime.h"
+#include "vtrace/runtime/immediate.h"
 #include "vtrace/runtime/registry.h"
 #include "vtrace/runtime/f16.h"
 
@@ -110,9 +111,9 @@ Bytes run(DenseLinearEngine& engine, Kernel kernel, const Bytes& in, const Bytes
   std::memcpy(in_buf.data() + 1, in.data(), in.size());
   std::memcpy(w_buf.data() + 3, w.data(), w.size());
   if (kernel == Kernel::kExact) {
-    engine.dense_linear_exact(in_buf.data() + 1, w_buf.data() + 3, out_buf.data() + 1, s);
+    REQUIRE(engine.dense_linear_exact(in_buf.data() + 1, w_buf.data() + 3, out_buf.data() + 1, s));
   } else {
-    engine.dense_linear_splitk(in_buf.data() + 1, w_buf.data() + 3, out_buf.data() + 1, s);
+    REQUIRE(engine.dense_linear_splitk(in_buf.data() + 1, w_buf.data() + 3, out_buf.data() + 1, s));
   }
   // Nothing outside the output is written, and the operands are untouched.
   CHECK(out_buf.front() == 0xA5);
@@ -381,11 +382,11 @@ void check_degenerate(Isa isa) {
   CHECK(engine.threads() == 2);
   CHECK(engine.isa() == isa);
   Bytes out(2 * 3 * 5, 0xEE);
-  engine.dense_linear_exact(nullptr, nullptr, out.data(), DenseLinearShape{3, 0, 5});
+  CHECK(engine.dense_linear_exact(nullptr, nullptr, out.data(), DenseLinearShape{3, 0, 5}));
   CHECK(out == Bytes(out.size(), 0));
   Bytes untouched(8, 0xEE);
-  engine.dense_linear_splitk(nullptr, nullptr, untouched.data(), DenseLinearShape{0, 4, 4});
-  engine.dense_linear_exact(nullptr, nullptr, untouched.data(), DenseLinearShape{4, 4, 0});
+  CHECK(engine.dense_linear_splitk(nullptr, nullptr, untouched.data(), DenseLinearShape{0, 4, 4}));
+  CHECK(engine.dense_linear_exact(nullptr, nullptr, untouched.data(), DenseLinearShape{4, 4, 0}));
   CHECK(untouched == Bytes(8, 0xEE));
 }
 
@@ -558,5 +559,118 @@ TEST_CASE("cpu runtime: worker threads the system refuses to start are an error,
   INFO("wait status " << status);
   REQUIRE(WIFEXITED(status));  // not killed by std::terminate's abort
   CHECK(WEXITSTATUS(status) == 0);
+#endif
+}
+
+// ---- memory a batch cannot get ------------------------------------------------------------------
+
+namespace {
+
+// The child's part of the next test; its exit code says which step went wrong (0: all held).
+int batch_without_scratch_child(const char* runtime_name) {
+  namespace im = vtrace::runtime::immediate;
+  vr::RuntimeOpenOptions options;
+  options.threads = 1;
+  options.device_memory_bytes = 1ull << 30;
+  auto opened = vr::default_registry().open(runtime_name, options);
+  if (!opened) return 20;
+  vr::DeviceRuntime& runtime = **opened;
+  auto stream = runtime.create_stream();
+  // Input 128 MiB, scratch 256 MiB: beyond glibc's largest mmap threshold (32 MiB), so neither
+  // can come from heap memory the process already has (which earlier tests may have freed).
+  constexpr std::uint64_t kRows = 2048, kIn = 32768, kOut = 1;
+  const auto allocate = [&](const char* id, vr::ElementType type, std::uint64_t count) {
+    return im::allocate_buffer(runtime, id, type, count, vr::BufferUsage::kActivations, 64);
+  };
+  auto input = allocate("resource.input", vr::ElementType::kF16, kRows * kIn);
+  auto weight = allocate("resource.weight", vr::ElementType::kF16, kIn * kOut);
+  auto output = allocate("resource.output", vr::ElementType::kF16, kRows * kOut);
+  auto marker = allocate("resource.marker", vr::ElementType::kU8, 4);
+  if (!stream || !input || !weight || !output || !marker) return 21;
+  const Bytes big(2 * kRows * kIn, 0x3C);  // an upload as large as the input, made before the limit
+
+  // Room for 16 MiB more: the buffers and the pool's stacks exist, the kernel's scratch does not.
+  long pages = 0;
+  std::FILE* statm = std::fopen("/proc/self/statm", "r");
+  if (statm == nullptr || std::fscanf(statm, "%ld", &pages) != 1) return 22;
+  std::fclose(statm);
+  struct rlimit limit {};
+  if (::getrlimit(RLIMIT_AS, &limit) != 0) return 23;
+  const struct rlimit unlimited = limit;
+  limit.rlim_cur = static_cast<rlim_t>(pages) * static_cast<rlim_t>(::sysconf(_SC_PAGESIZE)) +
+                   (16u << 20);
+  if (::setrlimit(RLIMIT_AS, &limit) != 0) return 24;
+
+  const Bytes mark = {1, 2, 3, 4};
+  const auto u8x4 = *vr::HostTransferLayout::create(vr::ElementType::kU8, 4);
+  auto upload = runtime.encode_upload(mark, u8x4, **marker, 0);
+  const vr::DenseLinearLaunch launch{{input->get(), 0, 2 * kRows * kIn},
+                                     {weight->get(), 0, 2 * kIn * kOut},
+                                     {output->get(), 0, 2 * kRows * kOut},
+                                     kRows, kIn, kOut};
+  auto dense = runtime.encode_dense_linear({std::span(&launch, 1), 1, kRows});
+  if (!upload || !dense) return 25;
+  const auto before = runtime.counter_snapshot();
+  vr::CommandBatch batch;
+  batch.push_compute(std::move(*upload));
+  batch.push_compute(std::move(*dense));
+  auto fence = runtime.submit(**stream, std::move(batch));
+  if (fence) return 30;  // the scratch fitted: the limit did not bite
+  const vr::RuntimeError& refused = fence.error().error();
+  if (refused.kind() != vr::ErrorKind::kInternal) return 31;
+  if (refused.message() != std::string(runtime_name) +
+                               " cannot allocate the scratch memory of a 2048x32768x1 dense "
+                               "linear; nothing ran") {
+    std::fprintf(stderr, "message: %s\n", refused.message().c_str());
+    return 32;
+  }
+  if (runtime.counter_snapshot() != before) return 33;  // no upload counted, no submission
+  // An upload's encode-time copy that cannot be had is the encoder's error, not an exception.
+  const auto f16s = *vr::HostTransferLayout::create(vr::ElementType::kF16, kRows * kIn);
+  auto too_big = runtime.encode_upload(big, f16s, **input, 0);
+  if (too_big || too_big.error().kind() != vr::ErrorKind::kInternal ||
+      too_big.error().message() != std::string(runtime_name) +
+                                       " cannot allocate 134217728 bytes to hold the upload's copy") {
+    std::fprintf(stderr, "upload: %s\n", too_big ? "encoded" : too_big.error().message().c_str());
+    return 34;
+  }
+
+  if (::setrlimit(RLIMIT_AS, &unlimited) != 0) return 40;
+  // Nothing of the refused batch ran: the marker still holds zeros.
+  auto seen = im::readback(runtime, **stream, **marker);
+  if (!seen || *seen != Bytes(4, 0)) return 41;
+  // With the memory back, the same work runs.
+  if (!im::upload(runtime, **stream, **marker, mark)) return 42;
+  auto again = runtime.encode_dense_linear({std::span(&launch, 1), 1, kRows});
+  if (!again || !im::submit_and_wait(runtime, **stream, vr::CommandBatch::singleton(std::move(*again)))) {
+    return 43;
+  }
+  return 0;
+}
+
+}  // namespace
+
+TEST_CASE("cpu runtimes: a batch whose kernel scratch cannot be had is refused whole, nothing run") {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  VTRACE_SKIP("an address-space limit breaks the sanitizer's own reservations");
+#else
+  for (const char* name : {"cpu", "cpu-splitk"}) {
+    INFO(name);
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      int code = 50;  // an exception escaped (std::bad_alloc)
+      try {
+        code = batch_without_scratch_child(name);
+      } catch (...) {
+      }
+      ::_exit(code);
+    }
+    int status = 0;
+    REQUIRE(::waitpid(pid, &status, 0) == pid);
+    INFO("wait status " << status);
+    REQUIRE(WIFEXITED(status));  // not killed by an uncaught std::bad_alloc
+    CHECK(WEXITSTATUS(status) == 0);
+  }
 #endif
 }

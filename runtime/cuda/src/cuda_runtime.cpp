@@ -464,9 +464,12 @@ Result<CommandPtr> CudaRuntime::encode_upload(std::span<const std::uint8_t> sour
   auto range = contract::check_upload(rt(), source.size(), layout, (*dst)->descriptor(),
                                       destination_offset_bytes);
   if (!range) return std::unexpected(range.error());
-  return CudaCommand::transfer(
-      kHostUploadNativeOperationId,
-      UploadKind{std::vector<std::uint8_t>(source.begin(), source.end()), (*dst)->region(*range)});
+  std::vector<std::uint8_t> bytes;
+  if (auto copied = contract::copy_upload(rt(), bytes, source); !copied) {
+    return std::unexpected(copied.error());
+  }
+  return CudaCommand::transfer(kHostUploadNativeOperationId,
+                               UploadKind{std::move(bytes), (*dst)->region(*range)});
 }
 
 Result<CommandPtr> CudaRuntime::encode_zero(const Buffer& destination,
@@ -745,7 +748,13 @@ Result<std::vector<std::uint8_t>> CudaRuntime::readback(Stream& stream, const Bu
     return std::unexpected(
         error(ErrorKind::kReadbackInternal, rt(), "readback output exceeds usize"));
   }
-  std::vector<std::uint8_t> output(static_cast<std::size_t>(plan->output_bytes), 0);
+  std::vector<std::uint8_t> output;
+  if (auto reserved = contract::reserve_readback(rt(), output, plan->output_bytes); !reserved) {
+    // As the host runtimes and upstream: the stream is synchronized before the internal checks.
+    if (auto synced = synchronize(stream); !synced) return std::unexpected(synced.error());
+    return std::unexpected(reserved.error());
+  }
+  output.resize(static_cast<std::size_t>(plan->output_bytes));  // zeros, within the capacity
   const Region src_region = src->region(plan->source);
   {
     // Ordered after the last batch of any stream, then synchronized (spec 7.3 step 6).

@@ -9,6 +9,11 @@ namespace {
 
 constexpr std::string_view kImplementationVersion = "vtrace.cpu.runtime.v1";
 
+DenseLinearShape engine_shape(const contract::DenseLinearLaunchShape& shape) {
+  return {static_cast<std::size_t>(shape.rows), static_cast<std::size_t>(shape.in_features),
+          static_cast<std::size_t>(shape.out_features)};
+}
+
 // Runs the engine's exact or split-k kernel on each launch.
 class CpuKernel final : public host::DenseLinearKernel {
  public:
@@ -18,14 +23,13 @@ class CpuKernel final : public host::DenseLinearKernel {
 
   void run(const std::uint8_t* input, const std::uint8_t* weight, std::uint8_t* output,
            const contract::DenseLinearLaunchShape& shape) override {
-    const DenseLinearShape cpu_shape{static_cast<std::size_t>(shape.rows),
-                                     static_cast<std::size_t>(shape.in_features),
-                                     static_cast<std::size_t>(shape.out_features)};
-    if (reduction_ == CpuReduction::kExact) {
-      engine_.dense_linear_exact(input, weight, output, cpu_shape);
-    } else {
-      engine_.dense_linear_splitk(input, weight, output, cpu_shape);
-    }
+    // reserve(shape) succeeded in this submit, so the engine allocates nothing and returns true.
+    const bool splitk = reduction_ == CpuReduction::kSplitK;
+    (void)(splitk ? engine_.dense_linear_splitk(input, weight, output, engine_shape(shape))
+                  : engine_.dense_linear_exact(input, weight, output, engine_shape(shape)));
+  }
+  bool reserve(const contract::DenseLinearLaunchShape& shape) noexcept override {
+    return engine_.reserve(engine_shape(shape), reduction_ == CpuReduction::kSplitK);
   }
 
  private:

@@ -14,7 +14,9 @@
 //   output (callers stage the output when they do). The engine owns its scratch and thread pool.
 // Thread rules: a DenseLinearEngine is used by one caller at a time (the runtime holds a lock);
 //   it runs its work on its own pool.
-// Errors: none; shapes are validated by the contract layer before a kernel runs.
+// Errors: shapes are validated by the contract layer before a kernel runs; the only failure is
+//   scratch memory that cannot be had (reserve() and the launches return false, nothing thrown,
+//   the output untouched). Nothing is allocated by a launch whose shape was reserved.
 #pragma once
 
 #include <cstddef>
@@ -72,9 +74,14 @@ class DenseLinearEngine {
   const std::string& start_failure() const;
   Isa isa() const;
 
+  // Grows the scratch so that a launch of `shape` (or smaller) allocates nothing; false when the
+  // memory cannot be had. Scratch only grows, so reserving every launch of a batch first makes
+  // the whole batch allocation-free.
+  [[nodiscard]] bool reserve(const DenseLinearShape& shape, bool splitk);
+
   // Bit-exact with the reference kernel (see the top of this file). Byte pointers: no alignment
-  // is assumed.
-  void dense_linear_exact(const std::uint8_t* input, const std::uint8_t* weight,
+  // is assumed. False (output untouched) when the scratch for `shape` cannot be had.
+  [[nodiscard]] bool dense_linear_exact(const std::uint8_t* input, const std::uint8_t* weight,
                           std::uint8_t* output, const DenseLinearShape& shape);
 
   // The split-k order, exactly: k is cut into blocks [j*B, min((j+1)*B, K)) with B = kSplitKBlock;
@@ -82,8 +89,8 @@ class DenseLinearEngine {
   // kernel does); the partials p_0..p_{n-1} are then combined as a pairwise tree, level by
   // level: q_i = p_{2i} + p_{2i+1}, an odd last partial carried up unchanged, until one value
   // remains; that value is rounded to f16 (NaN written as 0x7E00). For K <= B it equals the
-  // exact kernel.
-  void dense_linear_splitk(const std::uint8_t* input, const std::uint8_t* weight,
+  // exact kernel. False (output untouched) when the scratch for `shape` cannot be had.
+  [[nodiscard]] bool dense_linear_splitk(const std::uint8_t* input, const std::uint8_t* weight,
                            std::uint8_t* output, const DenseLinearShape& shape);
 
  private:

@@ -179,25 +179,22 @@ using DenseLinearKind = contract::DenseLinearKind<Region>;
 // Bounded: at most kMaxSpare buffers and kMaxSpareBytes in all.
 class UploadPool {
  public:
-  std::vector<std::uint8_t> take(std::span<const std::uint8_t> source) {
+  // The smallest spare buffer whose capacity holds `size` bytes (contents unspecified), or an
+  // empty vector when none does.
+  std::vector<std::uint8_t> take(std::size_t size) {
     std::vector<std::uint8_t> bytes;
-    {
-      std::lock_guard lock(mutex_);
-      // The smallest spare that holds the source.
-      auto best = spare_.end();
-      for (auto it = spare_.begin(); it != spare_.end(); ++it) {
-        if (it->capacity() >= source.size() &&
-            (best == spare_.end() || it->capacity() < best->capacity())) {
-          best = it;
-        }
-      }
-      if (best != spare_.end()) {
-        spare_bytes_ -= best->capacity();
-        bytes = std::move(*best);
-        spare_.erase(best);
+    std::lock_guard lock(mutex_);
+    auto best = spare_.end();
+    for (auto it = spare_.begin(); it != spare_.end(); ++it) {
+      if (it->capacity() >= size && (best == spare_.end() || it->capacity() < best->capacity())) {
+        best = it;
       }
     }
-    bytes.assign(source.begin(), source.end());
+    if (best != spare_.end()) {
+      spare_bytes_ -= best->capacity();
+      bytes = std::move(*best);
+      spare_.erase(best);
+    }
     return bytes;
   }
   void give_back(std::vector<std::uint8_t> bytes) {
@@ -216,8 +213,8 @@ class UploadPool {
 };
 
 struct UploadKind {
-  UploadKind(std::shared_ptr<UploadPool> from, std::span<const std::uint8_t> source, Region dst)
-      : pool(std::move(from)), bytes(pool->take(source)), destination(std::move(dst)) {}
+  UploadKind(std::shared_ptr<UploadPool> from, std::vector<std::uint8_t> copy, Region dst)
+      : pool(std::move(from)), bytes(std::move(copy)), destination(std::move(dst)) {}
   UploadKind(UploadKind&&) = default;
   UploadKind& operator=(UploadKind&&) = default;
   ~UploadKind() {

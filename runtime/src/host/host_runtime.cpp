@@ -20,6 +20,10 @@
 //  - allocate() of a consumed permit fails with kAdmissionInvalidRequest, of a permit issued by
 //    another runtime's admission with kAdmissionForeignPermit; a host allocation failure fails
 //    with kAllocationInvalid "<label> allocation failed" instead of aborting.
+//  - Execution cannot fail halfway: before the first command of a batch runs, submit gets all
+//    the memory execution will need (a kernel's scratch, the staging of an aliased output); when
+//    it cannot, the batch is DefinitelyNotSubmitted with kInternal "<label> cannot allocate ...;
+//    nothing ran" (upstream would abort on the allocation).
 //  - DeviceBufferRetention is not modelled: regions hold the storage (and through it the
 //    admission reservation), which is all the port's retention does.
 #include "vtrace/runtime/host/host_runtime.h"
@@ -30,6 +34,7 @@
 #include <limits>
 #include <mutex>
 #include <new>
+#include <string>
 #include <variant>
 
 #include "host/host_objects.h"
@@ -74,7 +79,9 @@ struct HostRuntime::State {
   std::shared_ptr<RuntimeCounters> counters = std::make_shared<RuntimeCounters>();
   // One submit executes at a time: the kernel and the staging buffer are not reentrant.
   std::mutex execute_mutex;
-  std::vector<std::uint8_t> staging;  // output of a launch whose regions alias, grow-only
+  // The output of a launch whose regions alias, grow-only (reserve() grows it).
+  std::unique_ptr<std::uint8_t[]> staging;
+  std::size_t staging_size = 0;
   // Shared with upload commands, which may outlive the runtime.
   std::shared_ptr<UploadPool> upload_pool = std::make_shared<UploadPool>();
 
@@ -106,19 +113,51 @@ struct HostRuntime::State {
     return concrete;
   }
 
+  static bool aliased(const DenseLaunch& launch) {
+    return launch.output.overlaps(launch.input) || launch.output.overlaps(launch.weight);
+  }
+
+  // Gets, before the first command of a batch runs, all the memory its commands will need (the
+  // kernel's scratch, the staging of aliased outputs), so that execute() cannot fail halfway:
+  // a batch runs whole or, when the memory cannot be had, not at all (DefinitelyNotSubmitted).
+  // Called with execute_mutex held.
+  std::optional<RuntimeError> reserve(const std::vector<contract::ContractCommand*>& commands) {
+    for (const contract::ContractCommand* command : commands) {
+      const auto* dense = std::get_if<DenseLinearKind>(&static_cast<const HostCommand&>(*command).kind);
+      if (dense == nullptr) continue;
+      for (const DenseLaunch& launch : dense->launches) {
+        const auto& shape = launch.shape;
+        const std::string what = std::to_string(shape.rows) + "x" +
+                                 std::to_string(shape.in_features) + "x" +
+                                 std::to_string(shape.out_features) + " dense linear";
+        if (aliased(launch) && staging_size < launch.output.length_bytes) {
+          staging.reset(new (std::nothrow) std::uint8_t[launch.output.length_bytes]);
+          staging_size = staging ? launch.output.length_bytes : 0;
+          if (!staging) {
+            return error(ErrorKind::kInternal, rt(),
+                         "cannot allocate " + std::to_string(launch.output.length_bytes) +
+                             " bytes to stage the output of a " + what + "; nothing ran");
+          }
+        }
+        if (!config.kernel->reserve(shape)) {
+          return error(ErrorKind::kInternal, rt(),
+                       "cannot allocate the scratch memory of a " + what + "; nothing ran");
+        }
+      }
+    }
+    return std::nullopt;
+  }
+
   void execute_dense_linear(const DenseLaunch& launch) {
     const auto& shape = launch.shape;
     StorageLocks locks{&launch.input, &launch.weight, &launch.output};
-    const bool aliased = launch.output.overlaps(launch.input) ||
-                         launch.output.overlaps(launch.weight);
-    if (!aliased) {
+    if (!aliased(launch)) {
       config.kernel->run(launch.input.data(), launch.weight.data(), launch.output.data(), shape);
       return;
     }
     // Computes from the original operands, then writes the output in one piece.
-    if (staging.size() < launch.output.length_bytes) staging.resize(launch.output.length_bytes);
-    config.kernel->run(launch.input.data(), launch.weight.data(), staging.data(), shape);
-    std::memcpy(launch.output.data(), staging.data(), launch.output.length_bytes);
+    config.kernel->run(launch.input.data(), launch.weight.data(), staging.get(), shape);
+    std::memcpy(launch.output.data(), staging.get(), launch.output.length_bytes);
   }
 
   void execute(const HostCommand& command) {
@@ -213,8 +252,10 @@ Result<BufferPtr> HostRuntime::allocate(AllocationPermit permit) {
     return std::unexpected(
         error(ErrorKind::kAllocationInvalid, rt, "aligned allocation size overflows"));
   }
-  // Value-initialised: contents start as zeros. nothrow so a huge request is an error, not abort.
-  std::unique_ptr<std::uint8_t[]> bytes(new (std::nothrow) std::uint8_t[padded]());
+  // nothrow so a huge request is an error, not abort. Not value-initialised: only the logical
+  // range is zeroed below, so the alignment padding (admission counts size_bytes only, as
+  // upstream) is never touched and costs address space, not memory.
+  std::unique_ptr<std::uint8_t[]> bytes(new (std::nothrow) std::uint8_t[padded]);
   if (!bytes) {
     return std::unexpected(error(ErrorKind::kAllocationInvalid, rt, "allocation failed"));
   }
@@ -233,6 +274,7 @@ Result<BufferPtr> HostRuntime::allocate(AllocationPermit permit) {
     return std::unexpected(
         error(ErrorKind::kAllocationInvalid, rt, "aligned logical range exceeds its allocation"));
   }
+  std::memset(bytes.get() + logical_offset, 0, *size);  // contents start as zeros
 
   bump(state_->counters->allocations);
   bump(state_->counters->live_allocations);
@@ -290,9 +332,14 @@ Result<CommandPtr> HostRuntime::encode_upload(std::span<const std::uint8_t> sour
   if (!range) return std::unexpected(range.error());
   auto region = (*dst)->region(rt, *range);
   if (!region) return std::unexpected(region.error());
-  // The host bytes are copied now, at encode time.
-  return HostCommand::transfer(kHostUploadNativeOperationId,
-                               UploadKind(state_->upload_pool, source, std::move(*region)));
+  // The host bytes are copied now, at encode time (into a spare buffer when one fits).
+  std::vector<std::uint8_t> bytes = state_->upload_pool->take(source.size());
+  if (auto copied = contract::copy_upload(rt, bytes, source); !copied) {
+    return std::unexpected(copied.error());
+  }
+  return HostCommand::transfer(
+      kHostUploadNativeOperationId,
+      UploadKind(state_->upload_pool, std::move(bytes), std::move(*region)));
 }
 
 Result<CommandPtr> HostRuntime::encode_zero(const Buffer& destination,
@@ -345,15 +392,20 @@ std::expected<FencePtr, DefinitelyNotSubmitted> HostRuntime::submit(Stream& stre
   auto plan = contract::check_submit(rt, std::move(batch), ownership);
   if (!plan) return std::unexpected(std::move(plan.error()));
 
-  // 11 (moved before execution, see the top of this file): the fence identity.
-  const auto fence_instance = take_instance(g_next_fence_instance);
-  if (!fence_instance) {
-    return std::unexpected(DefinitelyNotSubmitted(
-        error(ErrorKind::kIdentityExhausted, rt, "fence identity exhausted")));
-  }
-  // 8. execute in order, synchronously
+  std::optional<std::uint64_t> fence_instance;
   {
     std::lock_guard lock(state_->execute_mutex);
+    // The memory execution needs (see the top of this file), then
+    // 11 (moved before execution, see the top of this file): the fence identity.
+    if (auto refused = state_->reserve(plan->commands)) {
+      return std::unexpected(DefinitelyNotSubmitted(std::move(*refused)));
+    }
+    fence_instance = take_instance(g_next_fence_instance);
+    if (!fence_instance) {
+      return std::unexpected(DefinitelyNotSubmitted(
+          error(ErrorKind::kIdentityExhausted, rt, "fence identity exhausted")));
+    }
+    // 8. execute in order, synchronously
     for (const contract::ContractCommand* command : plan->commands) {
       state_->execute(static_cast<const HostCommand&>(*command));
     }
@@ -415,6 +467,9 @@ Result<std::vector<std::uint8_t>> HostRuntime::readback(Stream& stream, const Bu
         error(ErrorKind::kReadbackInternal, rt, "readback offset exceeds usize"));
   }
   std::vector<std::uint8_t> output;
+  if (auto reserved = contract::reserve_readback(rt, output, *out_size); !reserved) {
+    return std::unexpected(reserved.error());
+  }
   {
     StorageLocks locks{&*src_region};
     const std::uint8_t* bytes = src_region->data();

@@ -16,10 +16,9 @@ float load_f16(std::span<const std::uint8_t> bytes, std::size_t element) {
 
 }  // namespace
 
-std::vector<std::uint8_t> dense_linear_f16(std::span<const std::uint8_t> input,
-                                           std::span<const std::uint8_t> weight, std::size_t rows,
-                                           std::size_t in_features, std::size_t out_features) {
-  std::vector<std::uint8_t> output(rows * out_features * 2);
+void dense_linear_f16_into(std::span<const std::uint8_t> input,
+                           std::span<const std::uint8_t> weight, std::span<std::uint8_t> output,
+                           std::size_t rows, std::size_t in_features, std::size_t out_features) {
   for (std::size_t row = 0; row < rows; ++row) {
     for (std::size_t o = 0; o < out_features; ++o) {
       float acc = +0.0f;
@@ -35,6 +34,13 @@ std::vector<std::uint8_t> dense_linear_f16(std::span<const std::uint8_t> input,
       output[2 * element + 1] = static_cast<std::uint8_t>(bits >> 8);
     }
   }
+}
+
+std::vector<std::uint8_t> dense_linear_f16(std::span<const std::uint8_t> input,
+                                           std::span<const std::uint8_t> weight, std::size_t rows,
+                                           std::size_t in_features, std::size_t out_features) {
+  std::vector<std::uint8_t> output(rows * out_features * 2);
+  dense_linear_f16_into(input, weight, output, rows, in_features, out_features);
   return output;
 }
 

@@ -14,9 +14,14 @@ inline constexpr std::uint16_t kDenseLinearNanOutput = 0x7E00;
 
 // out[r][o] = f16(sum over i ascending of f32(in[r][i]) * f32(w[o][i])), f32 accumulator from
 // +0, multiply then add (each rounded), one conversion at the end. `input` is rows*in_features
-// and `weight` out_features*in_features little-endian F16; the result is rows*out_features
-// little-endian F16 bytes. Callers snapshot input and weight before calling and write the result
-// in one piece, so aliasing regions still compute from the original values.
+// and `weight` out_features*in_features little-endian F16; `output` receives rows*out_features
+// little-endian F16 and must overlap neither operand (the host runtime stages an aliased output).
+// Allocates nothing.
+void dense_linear_f16_into(std::span<const std::uint8_t> input,
+                           std::span<const std::uint8_t> weight, std::span<std::uint8_t> output,
+                           std::size_t rows, std::size_t in_features, std::size_t out_features);
+
+// The same, returning the result as a new vector (for tests and benchmarks).
 std::vector<std::uint8_t> dense_linear_f16(std::span<const std::uint8_t> input,
                                            std::span<const std::uint8_t> weight, std::size_t rows,
                                            std::size_t in_features, std::size_t out_features);

@@ -2,8 +2,6 @@
 // The spec points decided differently from upstream are listed in host/host_runtime.cpp.
 #include "vtrace/runtime/reference/reference_runtime.h"
 
-#include <cstring>
-
 #include "reference/dense_linear_kernel.h"
 #include "vtrace/runtime/fingerprint.h"
 
@@ -13,7 +11,8 @@ namespace {
 
 constexpr std::string_view kImplementationVersion = "vtrace.reference.runtime.v1";
 
-// spec 11.1 through dense_linear_f16, which computes from its own snapshot of the operands.
+// spec 11.1 through dense_linear_f16_into, straight into the output (HostRuntime stages an
+// output that aliases an operand); needs no scratch.
 class ReferenceKernel final : public host::DenseLinearKernel {
  public:
   void run(const std::uint8_t* input, const std::uint8_t* weight, std::uint8_t* output,
@@ -21,9 +20,8 @@ class ReferenceKernel final : public host::DenseLinearKernel {
     const auto rows = static_cast<std::size_t>(shape.rows);
     const auto in = static_cast<std::size_t>(shape.in_features);
     const auto out = static_cast<std::size_t>(shape.out_features);
-    const auto result = dense_linear_f16({input, rows * in * 2}, {weight, out * in * 2}, rows, in,
-                                         out);
-    std::memcpy(output, result.data(), result.size());
+    dense_linear_f16_into({input, rows * in * 2}, {weight, out * in * 2}, {output, rows * out * 2},
+                          rows, in, out);
   }
 };
 

@@ -15,6 +15,8 @@
 
 #include <limits>
 
+#include "vtrace/runtime/immediate.h"
+
 using namespace vtrace::conformance;
 using namespace vtrace::runtime;
 using vtrace::runtime::testing::allocate;
@@ -401,6 +403,50 @@ TEST_CASE("submit rejects a command of another class", "[conformance][7.7][submi
                           "reference runtime cannot submit a command it did not encode");
 }
 
+TEST_CASE("submit rejects a null command: a foreign command, not undefined behaviour",
+          "[conformance][7.7][submit]") {
+  VTRACE_CONFORMANCE_RIG(rig);
+  SECTION("through push_compute") {
+    CommandBatch batch;
+    batch.push_initialization(rig.upload_to_target());
+    batch.push_compute(nullptr);
+    rig.check_not_submitted(std::move(batch), ErrorKind::kForeignCommand,
+                            "reference runtime cannot submit a null command");
+  }
+  SECTION("through push_entry") {
+    CommandBatch batch;
+    batch.push_initialization(rig.upload_to_target());
+    batch.push_entry({CommandPhase::kCompute, std::nullopt, std::nullopt, nullptr});
+    rig.check_not_submitted(std::move(batch), ErrorKind::kForeignCommand,
+                            "reference runtime cannot submit a null command");
+  }
+}
+
+TEST_CASE("submit rejects logical work on any entry but a node's initialization",
+          "[conformance][7.7][submit][3.9]") {
+  VTRACE_CONFORMANCE_RIG(rig);
+  const auto work = *LogicalWork::create(BatchingForm::kPacked, 7, 3);
+  const auto refused = [&](CommandPhase phase, std::optional<std::uint32_t> node) {
+    INFO("phase " << static_cast<int>(phase) << ", node " << node.value_or(999));
+    rig.mark();
+    CommandBatch batch;
+    batch.push_initialization(rig.upload_to_target(0x31));
+    batch.push_entry({phase, node, work, rig.upload_to_target(0x32)});
+    rig.check_not_submitted(std::move(batch), ErrorKind::kLogicalWorkConflict,
+                            "reference logical work is attached only to a node's initialization "
+                            "entry");
+  };
+  refused(CommandPhase::kCompute, std::nullopt);
+  refused(CommandPhase::kCompute, 0);
+  refused(CommandPhase::kResultBinding, 0);
+  refused(CommandPhase::kDynamicBinding, 0);
+  refused(CommandPhase::kInitialization, std::nullopt);
+  // The one legal place (push_node_initialization builds exactly this entry).
+  CommandBatch batch;
+  batch.push_entry({CommandPhase::kInitialization, 0, work, rig.upload_to_target(0x33)});
+  CHECK(rig.rt().submit(*rig.stream, std::move(batch)).has_value());
+}
+
 TEST_CASE("attribution rejects a node-scoped transfer without participants",
           "[conformance][7.7][submit]") {
   VTRACE_CONFORMANCE_RIG(rig);
@@ -457,6 +503,12 @@ TEST_CASE("readback rejects foreign objects and ranges outside the source or hos
                ErrorKind::kReadbackForeign, foreign);
   check_failed(rig.rt().readback(*rig.stream, AlienBuffer{}, region(0, 0, 4), u8(4)),
                ErrorKind::kReadbackForeign, foreign);
+  // immediate::readback names the buffer the same way (it sizes the layout from the buffer's
+  // descriptor, which the runtime does not have for either).
+  check_failed(immediate::readback(rig.rt(), *rig.stream, AlienBuffer{}),
+               ErrorKind::kReadbackForeign, foreign);
+  check_failed(immediate::readback(rig.rt(), *rig.stream, *other_buffer),
+               ErrorKind::kReadbackForeign, foreign);
   AlienStream alien_stream;
   check_failed(rig.rt().readback(alien_stream, *rig.target, region(0, 0, 4), u8(4)),
                ErrorKind::kReadbackForeign, foreign);
@@ -477,6 +529,27 @@ TEST_CASE("readback rejects foreign objects and ranges outside the source or hos
                "reference readback layout differs from source element type");
   CHECK(counters(*other) == other_before);
   rig.check_untouched();
+}
+
+TEST_CASE("readback of a valid host layout larger than this host can hold is an error, not an exception",
+          "[conformance][7.7][readback]") {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  VTRACE_SKIP("the sanitizers' allocators end the process on such a request instead of failing it");
+#else
+  VTRACE_CONFORMANCE_RIG(rig);
+  // 2^62 bytes: a layout spec 2.11 accepts (n * size does not overflow), which no host holds.
+  const std::uint64_t huge = std::uint64_t{1} << 62;
+  check_failed(rig.rt().readback(*rig.stream, *rig.target, region(0, 0, 4),
+                                 layout(ElementType::kU8, huge)),
+               ErrorKind::kReadbackInternal,
+               "reference cannot allocate the 4611686018427387904 bytes of the readback's host "
+               "layout");
+  // Like every readback failure after the checks of spec 7.3, it synchronized the stream first;
+  // nothing else moved.
+  CHECK(counters(rig.rt()) == rig.before);
+  CHECK(rig.rt().stream_state(*rig.stream) == StreamState::kReady);
+  CHECK(contents(rig.rt(), *rig.stream, *rig.target) == rig.target_bytes);
+#endif
 }
 
 // ---- dense linear encoding ----------------------------------------------------------------------
@@ -626,6 +699,12 @@ TEST_CASE("dense-linear encoding refuses a token count other than the launches' 
     refused(packed, 3, 7);
     accepted(packed, 3, 6);
   }
+  SECTION("packed: at least one token per participant (spec 8.3)") {
+    const DenseLinearLaunch packed[] = {launch(0, 2)};
+    refused(packed, 3, 2);  // the rows match the token count, but 3 participants need 3 tokens
+    refused(packed, 5, 2);
+    accepted(packed, 2, 2);
+  }
   SECTION("participant loop: the sum of the launches' rows") {
     const DenseLinearLaunch loop[] = {launch(0, 1), launch(1, 2), launch(3, 3)};
     refused(loop, 3, 3);  // the participant count, not the rows
@@ -652,5 +731,15 @@ TEST_CASE("describe_error wraps the message as a device report and refuses non-p
   const auto blank = runtime->describe_error(RuntimeError(ErrorKind::kInternal, "  "));
   REQUIRE_FALSE(blank.has_value());
   CHECK(blank.error().kind() == VNextErrorKind::kInvalidExecutionPlan);
+  // Blank after Rust's str::trim, which strips Unicode White_Space: U+00A0, U+3000, U+2028, U+0085.
+  for (const char* unicode_blank : {"\xC2\xA0", "\xE3\x80\x80 \t", "\xE2\x80\xA8", "\xC2\x85"}) {
+    INFO("message bytes " << std::string_view(unicode_blank).size());
+    CHECK_FALSE(runtime->describe_error(RuntimeError(ErrorKind::kInternal, unicode_blank)));
+  }
+  // Text between such spaces is kept as it is.
+  const auto spaced = runtime->describe_error(
+      RuntimeError(ErrorKind::kInternal, "\xC2\xA0" "device lost" "\xE3\x80\x80"));
+  REQUIRE(spaced.has_value());
+  CHECK(spaced->message() == "\xC2\xA0" "device lost" "\xE3\x80\x80");
   CHECK_FALSE(runtime->describe_error(RuntimeError(ErrorKind::kInternal, "nul\x01")).has_value());
 }

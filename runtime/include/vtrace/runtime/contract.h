@@ -37,6 +37,18 @@ namespace vtrace::runtime::contract {
 // `rt` + " " + `rest`: "reference stream belongs to another runtime".
 RuntimeError error(ErrorKind kind, std::string_view rt, std::string_view rest);
 
+// Gives `output` the capacity for a readback's host layout of `output_bytes`, so that filling
+// it allocates no more. A valid layout this host cannot hold fails with kReadbackInternal
+// ("cannot allocate the N bytes of the readback's host layout"), never std::bad_alloc.
+Result<void> reserve_readback(std::string_view rt, std::vector<std::uint8_t>& output,
+                              std::uint64_t output_bytes);
+
+// Makes `copy` an exact copy of an upload's `source` (encoders copy at encode time). Host memory
+// that cannot be had fails with kInternal ("cannot allocate N bytes to hold the upload's copy"),
+// never std::bad_alloc.
+Result<void> copy_upload(std::string_view rt, std::vector<std::uint8_t>& copy,
+                         std::span<const std::uint8_t> source);
+
 // A logical byte range [offset_bytes, offset_bytes + length_bytes) of one buffer, validated
 // against its descriptor (so it is non-empty and inside the admitted size).
 struct ByteRange {

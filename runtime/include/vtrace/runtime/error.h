@@ -156,7 +156,7 @@ class FailureEnvelope {
   // Fails with InvalidExecutionPlan "failure code or message is empty, oversized, or
   // non-portable" when the code is empty, over 64 bytes, or has a byte outside [A-Za-z0-9._-];
   // or the message is blank after trimming, over 4096 bytes, or has a control byte other than
-  // '\n' and '\t'.
+  // '\n' and '\t'. Trimming strips Unicode White_Space (U+00A0, U+3000, ...), as Rust's str::trim.
   static VNextResult<FailureEnvelope> create(FailureDomain domain, std::string code,
                                              std::string message, bool retryable);
 

@@ -166,8 +166,9 @@ class CommandBatch {
   // Program bindings, dynamic bindings (DynamicBinding, node), compute (Compute, node), result
   // bindings (ResultBinding, node); none carries logical work.
   void push_operation(std::uint32_t node, EncodedOperation op);
-  // Appends an entry as given. For decorators and replay, which rebuild a batch entry by entry;
-  // it bypasses no rule, since entries carry no invariant beyond their own fields.
+  // Appends an entry as given. For decorators and replay, which rebuild a batch entry by entry.
+  // It can build what the typed pushes cannot (a null command, logical work on an entry that is
+  // not a node's initialization); submit() refuses those (kForeignCommand, kLogicalWorkConflict).
   void push_entry(CommandEntry entry) { entries_.push_back(std::move(entry)); }
 
   std::size_t size() const { return entries_.size(); }

@@ -15,11 +15,13 @@
 //  3. the final f32 tile is rounded to f16 (NaN -> 0x7E00) straight into the output.
 // Each output's additions depend only on its own k order, never on the blocking or the thread
 // that ran it, so results do not depend on the thread count. Scratch is grow-only (no allocation
-// per launch once warm) and nothing is cached across launches.
+// per launch once warm; reserve() does the growing ahead, without throwing) and nothing is cached
+// across launches.
 #include <algorithm>
 #include <bit>
 #include <cstring>
 #include <new>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -49,11 +51,16 @@ class Floats {
     other.size_ = 0;
   }
   ~Floats() { release(); }
-  void reserve(std::size_t n) {
-    if (n <= size_) return;
+  // Grows to at least n floats; false (and empty) when n floats overflow or cannot be had.
+  [[nodiscard]] bool reserve(std::size_t n) {
+    if (n <= size_) return true;
     release();
-    data_ = static_cast<float*>(::operator new(n * sizeof(float), std::align_val_t{64}));
+    std::size_t bytes = 0;
+    if (__builtin_mul_overflow(n, sizeof(float), &bytes)) return false;
+    data_ = static_cast<float*>(::operator new(bytes, std::align_val_t{64}, std::nothrow));
+    if (data_ == nullptr) return false;
     size_ = n;
+    return true;
   }
   float* data() const { return data_; }
 
@@ -77,6 +84,13 @@ const KernelSet& small_rows_kernel_set(Isa isa) {
 }
 
 std::size_t ceil_div(std::size_t a, std::size_t b) { return (a + b - 1) / b; }
+
+// a * b, or nullopt when it overflows.
+std::optional<std::size_t> times(std::size_t a, std::size_t b) {
+  std::size_t product = 0;
+  if (__builtin_mul_overflow(a, b, &product)) return std::nullopt;
+  return product;
+}
 
 }  // namespace
 
@@ -108,7 +122,22 @@ struct DenseLinearEngine::Impl {
     threads = pool.size();  // fewer when the system refused some (pool.start_failure())
   }
 
-  void launch(const std::uint8_t* input, const std::uint8_t* weight, std::uint8_t* output,
+  // How one launch is cut into tasks, and the scratch each needs (in floats).
+  struct Blocking {
+    const KernelSet* set = nullptr;
+    std::size_t want_tasks = 0;
+    std::size_t block_outs = 0;  // outputs per block (block_panels * nr)
+    std::size_t chunk = 0;       // rows per chunk
+    std::size_t slots = 0;       // accumulator slots per worker (split-k: one per tree level)
+    std::size_t packed_floats = 0;
+    std::size_t acc_floats = 0;
+    std::size_t input_floats = 0;
+  };
+  // Nullopt when the scratch sizes overflow. Shapes with no work (rows, outs or k zero) are
+  // handled before blocking.
+  std::optional<Blocking> blocking(const DenseLinearShape& shape, bool splitk) const;
+  bool reserve(const DenseLinearShape& shape, bool splitk);
+  bool launch(const std::uint8_t* input, const std::uint8_t* weight, std::uint8_t* output,
               const DenseLinearShape& shape, bool splitk);
 
   unsigned threads;
@@ -120,19 +149,14 @@ struct DenseLinearEngine::Impl {
   Floats input32;  // [rows][K]
 };
 
-void DenseLinearEngine::Impl::launch(const std::uint8_t* input, const std::uint8_t* weight,
-                                     std::uint8_t* output, const DenseLinearShape& shape,
-                                     bool splitk) {
+std::optional<DenseLinearEngine::Impl::Blocking> DenseLinearEngine::Impl::blocking(
+    const DenseLinearShape& shape, bool splitk) const {
   const std::size_t rows = shape.rows;
   const std::size_t k_len = shape.in_features;
   const std::size_t outs = shape.out_features;
-  if (rows == 0 || outs == 0) return;
-  if (k_len == 0) {  // every accumulator stays +0, and f16(+0) is 0x0000
-    std::memset(output, 0, rows * outs * 2);
-    return;
-  }
-  const KernelSet& set = rows <= kSmallRows ? small_rows_set : wide_set;
-  const std::size_t nr = set.nr;
+  Blocking b;
+  b.set = rows <= kSmallRows ? &small_rows_set : &wide_set;
+  const std::size_t nr = b.set->nr;
 
   // Blocking: output blocks of `block_panels` panels, row chunks of `chunk` rows; enough tasks
   // for the pool (narrower blocks first, then more row chunks).
@@ -140,29 +164,61 @@ void DenseLinearEngine::Impl::launch(const std::uint8_t* input, const std::uint8
   const std::size_t total_panels = ceil_div(outs, nr);
   block_panels = std::min(block_panels, total_panels);
   std::size_t chunk = std::min(rows, kMaxChunkRows);
-  const std::size_t want_tasks = 4 * std::size_t{threads};
+  b.want_tasks = 4 * std::size_t{threads};
   while (block_panels > 1 && ceil_div(total_panels, block_panels) * ceil_div(rows, chunk) <
-                                 want_tasks) {
+                                 b.want_tasks) {
     --block_panels;
   }
   while (chunk > kMaxMr && ceil_div(total_panels, block_panels) * ceil_div(rows, chunk) <
-                               want_tasks) {
+                               b.want_tasks) {
     chunk = std::max(kMaxMr, chunk / 2);
   }
-  const std::size_t block_outs = block_panels * nr;
+  b.block_outs = block_panels * nr;
+  b.chunk = chunk;
+  const std::size_t k_tiles = ceil_div(k_len, kTileK);
+  b.slots = splitk ? static_cast<std::size_t>(std::bit_width(k_tiles)) + 1 : 1;
+  b.packed_floats = block_panels * kTileK * nr;
+  b.acc_floats = b.slots * chunk * b.block_outs;
+  const auto input_floats = times(rows, k_len);
+  if (!input_floats) return std::nullopt;
+  b.input_floats = *input_floats;
+  return b;
+}
+
+bool DenseLinearEngine::Impl::reserve(const DenseLinearShape& shape, bool splitk) {
+  if (shape.rows == 0 || shape.out_features == 0 || shape.in_features == 0) return true;
+  const auto b = blocking(shape, splitk);
+  if (!b || !input32.reserve(b->input_floats)) return false;
+  for (Worker& w : workers) {
+    if (!w.packed.reserve(b->packed_floats) || !w.acc.reserve(b->acc_floats)) return false;
+  }
+  return true;
+}
+
+bool DenseLinearEngine::Impl::launch(const std::uint8_t* input, const std::uint8_t* weight,
+                                     std::uint8_t* output, const DenseLinearShape& shape,
+                                     bool splitk) {
+  const std::size_t rows = shape.rows;
+  const std::size_t k_len = shape.in_features;
+  const std::size_t outs = shape.out_features;
+  if (rows == 0 || outs == 0) return true;
+  if (k_len == 0) {  // every accumulator stays +0, and f16(+0) is 0x0000
+    std::memset(output, 0, rows * outs * 2);
+    return true;
+  }
+  // No allocation once reserve() for this shape (or a larger one) succeeded.
+  if (!reserve(shape, splitk)) return false;
+  const Blocking b = *blocking(shape, splitk);
+  const KernelSet& set = *b.set;
+  const std::size_t nr = set.nr;
+  const std::size_t want_tasks = b.want_tasks;
+  const std::size_t block_outs = b.block_outs;
+  const std::size_t chunk = b.chunk;
   const std::size_t blocks = ceil_div(outs, block_outs);
   const std::size_t chunks = ceil_div(rows, chunk);
-  const std::size_t k_tiles = ceil_div(k_len, kTileK);
-  const std::size_t slots = splitk ? static_cast<std::size_t>(std::bit_width(k_tiles)) + 1 : 1;
   const std::size_t ldc = block_outs;
   const std::size_t slot_size = chunk * ldc;
   const std::size_t panel_stride = kTileK * nr;
-
-  input32.reserve(rows * k_len);
-  for (Worker& w : workers) {
-    w.packed.reserve(block_panels * panel_stride);
-    w.acc.reserve(slots * slot_size);
-  }
 
   // 1. Input rows to f32.
   float* const a32 = input32.data();
@@ -186,6 +242,16 @@ void DenseLinearEngine::Impl::launch(const std::uint8_t* input, const std::uint8
     float* const acc = workers[worker].acc.data();
     std::size_t levels[64] = {};  // split-k: the binary counter's stack of tree levels
     std::size_t depth = 0;
+    // left += right over the chunk's rows: only the columns the micro-kernels wrote (a narrow
+    // last block leaves [panels * nr, ldc) of each row unwritten, never to be read).
+    const std::size_t written = panels * nr;
+    const auto merge = [&](float* left, const float* right) {
+      if (written == ldc) {
+        set.add(left, right, mc * ldc);
+        return;
+      }
+      for (std::size_t i = 0; i < mc; ++i) set.add(left + i * ldc, right + i * ldc, written);
+    };
     for (std::size_t k0 = 0; k0 < k_len; k0 += kTileK) {
       const std::size_t kc = std::min(kTileK, k_len - k0);
       const std::uint8_t* tile = weight + 2 * (o0 * k_len + k0);
@@ -209,7 +275,7 @@ void DenseLinearEngine::Impl::launch(const std::uint8_t* input, const std::uint8
       if (splitk) {  // push this block's partials, merging equal levels (left + right)
         std::size_t level = 0;
         while (depth > 0 && levels[depth - 1] == level) {
-          set.add(acc + (depth - 1) * slot_size, acc + depth * slot_size, mc * ldc);
+          merge(acc + (depth - 1) * slot_size, acc + depth * slot_size);
           --depth;
           ++level;
         }
@@ -218,7 +284,7 @@ void DenseLinearEngine::Impl::launch(const std::uint8_t* input, const std::uint8
     }
     if (splitk) {  // fold what is left, right to left
       for (; depth > 1; --depth) {
-        set.add(acc + (depth - 2) * slot_size, acc + (depth - 1) * slot_size, mc * ldc);
+        merge(acc + (depth - 2) * slot_size, acc + (depth - 1) * slot_size);
       }
     }
     for (std::size_t i = 0; i < mc; ++i) {
@@ -226,6 +292,7 @@ void DenseLinearEngine::Impl::launch(const std::uint8_t* input, const std::uint8
     }
   };
   pool.run(blocks * chunks, task_body);
+  return true;
 }
 
 DenseLinearEngine::DenseLinearEngine(unsigned threads, Isa isa) {
@@ -244,14 +311,18 @@ const std::string& DenseLinearEngine::start_failure() const { return impl_->pool
 
 Isa DenseLinearEngine::isa() const { return impl_->isa; }
 
-void DenseLinearEngine::dense_linear_exact(const std::uint8_t* input, const std::uint8_t* weight,
-                                           std::uint8_t* output, const DenseLinearShape& shape) {
-  impl_->launch(input, weight, output, shape, false);
+bool DenseLinearEngine::reserve(const DenseLinearShape& shape, bool splitk) {
+  return impl_->reserve(shape, splitk);
 }
 
-void DenseLinearEngine::dense_linear_splitk(const std::uint8_t* input, const std::uint8_t* weight,
+bool DenseLinearEngine::dense_linear_exact(const std::uint8_t* input, const std::uint8_t* weight,
+                                           std::uint8_t* output, const DenseLinearShape& shape) {
+  return impl_->launch(input, weight, output, shape, false);
+}
+
+bool DenseLinearEngine::dense_linear_splitk(const std::uint8_t* input, const std::uint8_t* weight,
                                             std::uint8_t* output, const DenseLinearShape& shape) {
-  impl_->launch(input, weight, output, shape, true);
+  return impl_->launch(input, weight, output, shape, true);
 }
 
 }  // namespace vtrace::runtime::cpu

@@ -81,7 +81,9 @@ VTRACE_AVX2 void pack_weight(const std::uint8_t* weight, std::size_t ldw, std::s
   const std::size_t padded = (nb + nr - 1) / nr * nr;
   for (std::size_t o8 = 0; o8 < padded; o8 += 8) {
     float* d = dst + (o8 / nr) * panel_stride + o8 % nr;
-    const std::uint8_t* w = weight + 2 * o8 * ldw;
+    // Rows at or past nb do not exist: no pointer is formed to them (it could lie past the end
+    // of the weight), and the lanes below are zeros.
+    const std::uint8_t* w = o8 < nb ? weight + 2 * o8 * ldw : nullptr;
     if (o8 + 8 <= nb) {
       std::size_t k = 0;
       for (; k + 16 <= kc; k += 16) {

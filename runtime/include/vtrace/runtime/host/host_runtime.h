@@ -35,9 +35,17 @@ class DenseLinearKernel {
   // output[rows][out] = input[rows][in] x weight[out][in]^T over little-endian f16 bytes with no
   // alignment guarantee. `output` overlaps neither `input` nor `weight` (HostRuntime stages the
   // output when the launch's regions alias). Called with the regions' storages locked, one call
-  // at a time per runtime.
+  // at a time per runtime, and only after reserve(shape) returned true in the same submit: run()
+  // itself allocates nothing and cannot fail.
   virtual void run(const std::uint8_t* input, const std::uint8_t* weight, std::uint8_t* output,
                    const contract::DenseLinearLaunchShape& shape) = 0;
+  // Gets whatever run() will need for `shape` (scratch memory) before any command of the batch
+  // executes; false when it cannot be had, and submit() then refuses the batch with nothing run.
+  // Never throws. The default needs nothing.
+  virtual bool reserve(const contract::DenseLinearLaunchShape& shape) noexcept {
+    (void)shape;
+    return true;
+  }
 };
 
 // What distinguishes one host runtime from another.
