@@ -7,7 +7,7 @@
 #   2. the staged tree: the six libraries, every public header of their include/ trees and the
 #      generated schema headers, the schema files, the CMake package, vtrace.pc, bin/vtrace and
 #      nothing else in bin, nothing of tests/, bench/ or workloads/; every installed header
-#      compiles against the stage;
+#      compiles against the stage, all together and each on its own;
 #   3. examples/tiny_product configured (a fresh build directory, CMAKE_PREFIX_PATH=stage only,
 #      no package registry) and built; vtrace must have been found in the stage and no compile
 #      line may point into the source or build tree's libraries;
@@ -17,7 +17,10 @@
 #   6. the product reconfigured with that trace: its ctest (vtrace_add_replay_test) passes on
 #      reference and cpu and reports an unknown runtime Skipped (exit 3 -> --exit-skip -> skip);
 #   7. tests/install/pkg_config_probe.cpp built with only `pkg-config --cflags --libs vtrace`
-#      (PKG_CONFIG_PATH=stage) and run.
+#      (PKG_CONFIG_PATH=stage) and run;
+#   8. the stage moved to another folder: the probe built and run again from there; and
+#      find_package(vtrace COMPONENTS ...) accepts library names and names an unknown one;
+#   9. the source configured with BUILD_SHARED_LIBS=ON: still the same static archives.
 # Exit 0 when all of it held, 1 at the first step that did not (named), 77 (skipped) only when a
 # tool is missing. WORK is removed at the start and kept afterwards for inspection.
 set -Eeuo pipefail
@@ -93,6 +96,22 @@ pc_libs=$("$pkg_config" --libs vtrace)
   >"$work/all_headers.cpp"
 # shellcheck disable=SC2086  # the flags are words
 quietly all_headers "$cxx" -std=c++23 $cxx_flags -fsyntax-only "$work/all_headers.cpp" $pc_cflags
+# Each header on its own too: a header that compiles only after another one is a product's
+# compile error waiting for the include order to change.
+mkdir -p "$work/one_header"
+one_header() {  # $1: a header path under include/
+  local source_file
+  source_file="$work/one_header/$(echo "$1" | tr '/.' '__').cpp"
+  printf '#include "%s"\n' "$1" >"$source_file"
+  # shellcheck disable=SC2086
+  "$cxx" -std=c++23 $cxx_flags -fsyntax-only "$source_file" $pc_cflags >"$source_file.log" 2>&1 ||
+    { cat "$source_file.log"; echo "not self-contained: $1"; return 1; }
+}
+export -f one_header
+export cxx cxx_flags pc_cflags work
+(cd "$stage/$includedir" && find vtrace -name '*.h' | sort) >"$work/headers.txt"
+xargs -P 2 -I{} bash -c 'one_header "$1"' _ {} <"$work/headers.txt" ||
+  fail "an installed header does not compile on its own (above)"
 
 echo "3. examples/tiny_product against the stage: configure and build"
 product=$work/tiny_product
@@ -144,5 +163,51 @@ echo "7. pkg-config --cflags --libs vtrace: a probe using all six libraries"
 quietly probe-build "$cxx" -std=c++23 $cxx_flags "$source/tests/install/pkg_config_probe.cpp" \
   -o "$work/pkg_config_probe" $pc_cflags $pc_libs
 quietly probe-run "$work/pkg_config_probe" "$work/probe.vtrace"
+
+echo "8. the package moved elsewhere, and find_package COMPONENTS"
+# A prefix is relocatable: the CMake package and vtrace.pc find everything relative to themselves.
+moved=$work/moved
+cp -a "$stage" "$moved"
+rm -rf "$stage"
+export PKG_CONFIG_PATH=$moved/$libdir/pkgconfig
+moved_cflags=$("$pkg_config" --cflags vtrace)
+moved_libs=$("$pkg_config" --libs vtrace)
+# shellcheck disable=SC2086
+quietly moved-probe-build "$cxx" -std=c++23 $cxx_flags "$source/tests/install/pkg_config_probe.cpp" \
+  -o "$work/moved_probe" $moved_cflags $moved_libs
+quietly moved-probe-run "$work/moved_probe" "$work/moved_probe.vtrace"
+components=$work/components
+mkdir -p "$components"
+cat >"$components/CMakeLists.txt" <<'CMAKE'
+cmake_minimum_required(VERSION 3.25)
+project(components LANGUAGES CXX)
+find_package(vtrace CONFIG REQUIRED COMPONENTS ${WANTED})
+CMAKE
+quietly components-known "$cmake" -S "$components" -B "$components/known" \
+  -DCMAKE_PREFIX_PATH="$moved" -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF "-DWANTED=recorder;drift"
+if "$cmake" -S "$components" -B "$components/unknown" -DCMAKE_PREFIX_PATH="$moved" \
+     -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF -DWANTED=recordr >"$log/components-unknown.log" 2>&1; then
+  fail "find_package(vtrace COMPONENTS recordr) succeeded"
+fi
+grep -q "vtrace has no component 'recordr'" "$log/components-unknown.log" ||
+  { cat "$log/components-unknown.log"; fail "an unknown component was not named"; }
+
+echo "9. BUILD_SHARED_LIBS=ON configures the same static archives"
+# The package is made for archives (vtrace.pc, the link of the installed command, the CUDA
+# runtimes linking vtrace_runtime and back): the switch must not turn the libraries shared.
+quietly shared-configure "$cmake" -S "$source" -B "$work/shared-config" -G "$generator" \
+  "${make_program_arg[@]}" -DCMAKE_CXX_COMPILER="$cxx" -DBUILD_SHARED_LIBS=ON \
+  -DVTRACE_BUILD_TESTS=OFF -DVTRACE_BUILD_BENCH=OFF
+grep -q "BUILD_SHARED_LIBS is ignored" "$log/shared-configure.log" ||
+  fail "configuring with BUILD_SHARED_LIBS=ON did not say it is ignored"
+build_file=$work/shared-config/build.ninja
+[ -f "$build_file" ] || build_file=$work/shared-config/Makefile
+for lib in runtime schema recorder replayer drift report; do
+  grep -rqs "libvtrace_$lib\.a" "$work/shared-config" --include='*.ninja' --include='*.make' \
+    --include=Makefile || fail "BUILD_SHARED_LIBS=ON: no libvtrace_$lib.a in $build_file"
+done
+if grep -rqs 'libvtrace_[a-z_]*\.so' "$work/shared-config" --include='*.ninja' --include='*.make'; then
+  fail "BUILD_SHARED_LIBS=ON made a vtrace library shared"
+fi
 
 echo "install test passed in $(($(date +%s) - started)) s (work directory: $work)"
