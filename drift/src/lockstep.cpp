@@ -565,7 +565,7 @@ std::expected<CompareReport, rp::ReplayFailure> compare_trace(const std::filesys
   if (options.runtimes.size() < 2) {
     return std::unexpected(rp::ReplayFailure{
         rp::ReplayFailure::Kind::kUsage,
-        fmt::format("--runtimes needs at least two runtimes (the first is the baseline); got {}",
+        fmt::format("compare needs at least two runtimes (the first is the baseline); got {}",
                     options.runtimes.size())});
   }
   // The report keys each runtime's results by its label: two lanes of one label would merge.
@@ -620,7 +620,7 @@ std::expected<CompareReport, rp::ReplayFailure> repeat_trace(const std::filesyst
   if (runs < 2) {
     return std::unexpected(
         rp::ReplayFailure{rp::ReplayFailure::Kind::kUsage,
-                          fmt::format("--repeat needs at least 2 runs to compare; got {}", runs)});
+                          fmt::format("a repeat comparison needs at least 2 runs; got {}", runs)});
   }
   CompareOptions options;
   options.deep = true;

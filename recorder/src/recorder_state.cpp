@@ -147,6 +147,11 @@ RecorderCloseResult RecordingRuntime::State::close_locked(const CloseReason& rea
       active.store(true);
       (void)write_window_locked(FlightTriggerKind::kCaptureRange, range_detail(), std::nullopt);
       active.store(false);
+    } else if (was_active && options.flight.start) {
+      // Its start never came: say so, or the missing trace looks like a failure to write it.
+      notice(fmt::format("the capture {} never started: the run ended after {} submits and {} "
+                         "events, so nothing was written",
+                         range_detail(), flight->submits(), seq));
     }
     if (listens_for_signal()) detail::release_window_signal();
     if (crash_window_registered) detail::release_crash_window(this);

@@ -1070,3 +1070,31 @@ TEST_CASE("VTRACE_CAPTURE in flight mode says on stderr when a window or journal
   std::filesystem::remove(err_file);
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("a capture whose start never comes says so at close, in one sentence") {
+  const auto dir = fresh_dir("vtrace_capture_never_started_test");
+  const auto path = dir / "r.vtrace";
+  StderrCapture err(dir.parent_path() /
+                    ("vtrace_capture_never_started_err_" + std::to_string(::getpid())));
+  std::optional<ScopedEnv> env(std::in_place,
+                               std::vector<std::pair<std::string, std::string>>{
+                                   {"VTRACE_CAPTURE", path.string()},
+                                   {"VTRACE_CAPTURE_START", "submit:1000"}});
+  auto runtime = vtrace::recorder::open_runtime("reference");
+  env.reset();
+  REQUIRE(runtime.has_value());
+  auto* rec = dynamic_cast<RecordingRuntime*>(runtime->get());
+  REQUIRE(rec != nullptr);
+  const auto seen = run_small_workload(*rec);
+  CHECK(seen.readbacks.size() == 3);
+  REQUIRE(rec->close().has_value());
+  const auto said = err.text();
+  INFO(said);
+  CHECK(said.find(fmt::format("vtrace: VTRACE_CAPTURE={}: the capture from submit 1000 to close "
+                              "never started: the run ended after ",
+                              path.string())) != std::string::npos);
+  CHECK(said.find("so nothing was written") != std::string::npos);
+  CHECK(std::count(said.begin(), said.end(), '\n') == 1);
+  CHECK(std::filesystem::is_empty(dir));  // no trace, no .partial
+  std::filesystem::remove_all(dir);
+}

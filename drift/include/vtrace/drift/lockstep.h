@@ -214,7 +214,8 @@ std::expected<CompareReport, replayer::ReplayFailure> repeat_trace(
 // CheckMode::none, is structural; a Readback both answered is a compared command (numeric.h,
 // under `check`). A trace with more events than the other has a structural difference at the
 // first event the other lacks. The report has the shape of compare's, with the two traces as its
-// "runtimes" (labels `a` and `b`; `a` is the baseline). Errors: kTrace for an unreadable trace.
+// "runtimes", labelled label_a and label_b as given (`vtrace diff` passes "a" and "b"); trace `a`
+// is the baseline. Errors: kTrace for an unreadable trace.
 std::expected<CompareReport, replayer::ReplayFailure> diff_traces(const std::filesystem::path& a,
                                                                   const std::filesystem::path& b,
                                                                   const DriftCheck& check,

@@ -21,6 +21,19 @@
 // while it writes), so a window never overwrites another recording's file: a recorder alone on
 // its path writes path, stem.2, stem.3; a second recorder on the same path (or a later one in the
 // same process) takes the names the first left free.
+//
+// Ownership: everything here is a plain value. The recorder copies RecorderOptions::flight at
+//   create(), so later changes to the caller's copy do nothing. flight_stats() returns a copy
+//   (FlightStats owns its strings and paths). The window files are the caller's: the recorder
+//   never deletes one (only its journals, at close()). flight_trigger_name() returns a view of a
+//   static string, valid for the whole program.
+// Thread rules: the types have no locking of their own; flight_trigger_name() is pure. A window
+//   is written with the recorder's locks held, on the thread that gets to it: the recorded call
+//   that fired the trigger (at its end), the next recorded call on any thread (SIGUSR1, a
+//   capture's stop point), the caller of dump_window() or close(). Meanwhile the other threads'
+//   recorded calls and flight_stats() wait. The signal handlers are process-wide: one SIGUSR1
+//   counts for every flight recorder of the process that listens for it. The crash window is
+//   written in a forked child, without taking the locks.
 #pragma once
 
 #include <cstdint>

@@ -44,14 +44,20 @@
 //                               event) at or before the START is refused (it would hold nothing).
 //                               It takes VTRACE_CAPTURE_CRASH; a flight window's own variable
 //                               (WINDOW_*, MAX_WINDOWS, SIGNAL, JOURNAL, TRIGGER_*) set beside it
-//                               is refused.
+//                               is refused. A START the run never reaches writes nothing and
+//                               says so on stderr when the runtime is closed ("the capture from
+//                               submit 1000 to close never started: the run ended after ...").
 // Everything else keeps RecorderOptions' defaults (flush_before_submit on: a product that dies
 // inside a submit leaves that batch in the trace).
 // A recording opened this way is finalised by the recorder's destructor (when the product drops
 // the runtime); a product that wants the close status can dynamic_cast to RecordingRuntime.
 //
-// Thread rules: safe to call from several threads (the registry is immutable, the file name
-//   allocator locked). Reads the environment at every call.
+// Ownership: the caller owns the returned runtime. With capture on it is a RecordingRuntime that
+//   owns the registry's runtime and the trace it writes ("<path>.partial", renamed by a
+//   successful close, at the latest when the runtime is dropped; flight windows are files the
+//   recorder never deletes). `options` and `registry` are borrowed for the call only.
+// Thread rules: safe to call from several threads (the registry is only read: nobody may add()
+//   to it meanwhile; the file name allocator is locked). Reads the environment at every call.
 // Errors: the registry's errors unchanged. Capture itself never fails the call: when a variable
 //   does not parse or the trace file cannot be created, the runtime is returned unwrapped and one
 //   sentence on stderr names the variable or the file and says that nothing is recorded. The

@@ -1,10 +1,12 @@
-// RecordingRuntime: a DeviceRuntime decorator that forwards every call to the runtime it wraps and
-// records the call, its inputs and its outcome as one event of a .vtrace trace (schema/vtrace.fbs).
+// RecordingRuntime: a DeviceRuntime decorator that forwards every call to the runtime it wraps and,
+// but for the calls listed under "Not recorded" below, records the call, its inputs and its
+// outcome as events of a .vtrace trace (schema/vtrace.fbs).
 //
 // What the product sees does not change: every result, byte and error comes from the wrapped
-// runtime unchanged. Handles handed out are wrappers (they own the wrapped runtime's handles);
-// a wrapper of another RecordingRuntime is unwrapped before forwarding, so a product that mixes
-// runtimes gets the same foreign-object answers with or without recorders.
+// runtime unchanged (flight mode's counter_snapshot() aside: see "Not recorded"). Handles handed
+// out are wrappers (they own the wrapped runtime's handles); a wrapper of another
+// RecordingRuntime is unwrapped before forwarding, so a product that mixes runtimes gets the same
+// foreign-object answers with or without recorders.
 //
 // What is recorded:
 //  - one total order that is the execution order: every recorded call holds one lock from its
@@ -27,6 +29,20 @@
 //    sees a foreign object die, and the runtime interface gives handles no identity beyond their
 //    address, so it cannot tell the two apart; a product that mixes runtimes replays faithfully
 //    only if it keeps the foreign objects it passes alive for the whole recording).
+// Not recorded (forwarded, or answered, without an event):
+//  - descriptor() and attention_execution_policy(): their values are recorded once, at create()
+//    (the RuntimeOpened event and the trace metadata);
+//  - counter_snapshot() called by the product (the recorder's own CounterSnapshot events are
+//    taken after submits and readbacks). It does not take the order lock, so it is not ordered
+//    with the recorded calls. In flight mode it returns the wrapped runtime's counters less what
+//    the recorder's own checkpoint reads moved (what the product's calls moved);
+//  - the recorder's own methods: inner() (calls made through it bypass the recorder),
+//    recording_failed(), events_recorded(), flight_stats(), and dump_window() and close(), which
+//    write a window or the footer but no event;
+//  - dropping a StaticWeightImportSession (the format has no release event for it; its
+//    import_component() and seal() are recorded);
+//  - every call once recording has ended: after close(), a trace failure, or a mid-run
+//    capture's stop point.
 // The trace is flushed to the sink before every wait_fence and, unless
 // RecorderOptions::flush_before_submit is turned off, right after every SubmitBegin (before the
 // wrapped submit runs), so a run that dies in either leaves a recoverable file holding the call.

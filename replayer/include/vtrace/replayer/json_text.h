@@ -2,6 +2,9 @@
 // the timelines): a string that is not valid UTF-8 (a path given on the command line, or a trace's
 // metadata, may hold any bytes) is written with U+FFFD in place of each invalid byte, where
 // nlohmann's own dump() would throw type_error 316 and end the process. Pure function; no errors.
+//
+// Thread rules: safe from any number of threads at once (it only reads `value` and keeps no
+//   state), provided no thread modifies that `value` during the call.
 #pragma once
 
 #include <string>

@@ -1,6 +1,14 @@
 // What a replay found: counts of everything checked, and every mismatch with one command line
 // that reproduces it. to_json() gives the report `vtrace replay --json` writes; its keys are
 // frozen and documented in docs/CLI.md.
+//
+// Ownership: plain values that own their strings and vectors; nothing is borrowed from the plan,
+//   the trace or the runtimes, so a report outlives them all. to_json() returns a new value (a
+//   copy; Mismatch::difference is not in it, as docs/CLI.md says).
+// Thread rules: no internal locking: const members (matched(), to_json()) may run concurrently
+//   on one report while nobody modifies it.
+// Errors: none; to_json() cannot fail. Its strings (the trace path, call texts) may hold bytes
+//   that are not UTF-8, on which nlohmann's dump() throws: write it with json_text().
 #pragma once
 
 #include <cstdint>

@@ -7,6 +7,16 @@
 //   kRuntimeUnavailable (3)  the registry does not know the runtime, it cannot open here, or it
 //                            has less device memory than the trace holds at its peak
 //                            (replay_target.h: one sentence, before anything runs).
+//
+// Ownership: the trace file is read by open_plan() and closed before it returns (the plan keeps
+//   no reader). `registry` is borrowed for the call only. open_target() borrows `plan` for the
+//   call and hands both runtimes to the caller (ReplayTarget owns them; a runtime opened before a
+//   later failure is destroyed). replay_trace() owns its plan and runtimes and destroys them
+//   before it returns; `observer` (may be null) is borrowed for the call, and the steps and
+//   mismatches it is shown live only during each callback. The report is a value.
+// Thread rules: no shared state of its own: calls on different threads are independent, even
+//   with one registry, provided nobody add()s to that registry meanwhile (registry.h); each call
+//   opens its own runtimes. The observer is called on the calling thread, in step order.
 #pragma once
 
 #include <expected>

@@ -5,8 +5,12 @@
 // This is the raw open: capture through VTRACE_CAPTURE lives one layer up, in
 // vtrace/recorder/open.h (the recorder depends on the runtime, not the other way round).
 //
-// Thread rules: a RuntimeRegistry is immutable once built; default_registry() is safe to call
-//   from several threads.
+// Thread rules: a RuntimeRegistry has no lock. Its const members (open, contains, names,
+//   summary, takes) may run concurrently with each other; add() may not run concurrently with
+//   any other call on the same registry, so add everything before sharing it. open() runs the
+//   factory on the calling thread, so a registry opened from several threads needs factories
+//   safe to call concurrently (the built-in ones are). default_registry() is safe to call from
+//   several threads; it returns a const registry that is filled before it is first returned.
 // Errors: open() fails with kUnknownRuntime (naming the known runtimes) or with whatever the
 //   factory returns (kRuntimeUnavailable for a backend whose device is missing).
 #pragma once

@@ -6,7 +6,7 @@
 // offsets lie inside the data section, that byte length == product(shape) * dtype size, and that
 // tensors do not overlap. Only the dtypes of the contract's element types are accepted (F16,
 // BF16, F32, U8, I8, I32, U32, BOOL); callers that need F16 check dtype themselves
-// (load_f16_tensor does).
+// (SafetensorsFile::f16_tensor does).
 //
 // Ownership: SafetensorsFile owns the whole file's bytes; TensorView spans point into it.
 // Thread rules: immutable after open; share freely.

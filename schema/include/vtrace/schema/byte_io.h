@@ -2,6 +2,13 @@
 // injection) can replace the file system. FileSink writes "<path>.partial" and renames it to
 // <path> on commit(); FileSource reads a whole file or ranges of it.
 //
+// Ownership: the opening functions return objects their caller owns (or hands on: TraceWriter
+//   and TraceReader take theirs over). A file sink or source owns its file descriptor
+//   (open_file_sink's also its folder's, for the rename) and closes it when destroyed. A file
+//   sink destroyed without commit() leaves what it wrote on disk (open_file_sink: the .partial
+//   file, a cut, recoverable trace); it never deletes a file. A file source reads the file it
+//   opened, at the size it had then, even if the name is later replaced. memory_source() owns
+//   the bytes moved into it. write() keeps no reference to its bytes.
 // Thread rules: one thread at a time per object.
 // Errors: TraceErrorKind::kIo with the path and the errno text.
 #pragma once

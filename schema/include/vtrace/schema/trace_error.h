@@ -1,5 +1,8 @@
 // Errors of the trace layer: one kind and one sentence naming the file, the frame or event, and
 // what was expected. Library code returns these; it never throws or aborts on bad input.
+//
+// Thread rules: TraceError is a plain value; trace_error_kind_name() (a view of a static string,
+//   valid for the whole program) and about_file() are pure: both may be called from any thread.
 #pragma once
 
 #include <cstdint>

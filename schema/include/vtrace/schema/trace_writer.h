@@ -15,6 +15,11 @@
 // Payloads are content-addressed: put_blob() stores a payload once, under its XXH3-128, and later
 // identical payloads cost nothing but the id.
 //
+// Ownership: the writer owns the sink from create() on, and two threads of its own (compressor
+//   and pre-compressor, joined by close()). A create() that fails destroys the sink unwritten (a
+//   file sink then leaves its empty temporary file behind). The sink is committed (a file sink's
+//   .partial renamed) only by a close() that succeeds, which the destructor calls when the owner
+//   did not. append_event() and put_blob() copy their bytes before returning.
 // Thread rules: all methods are thread-safe (internally serialized); the recorder adds its own
 //   total order on top.
 // Errors: the first sink failure (disk full, I/O error) stops the writer: later calls return
@@ -67,8 +72,9 @@ struct TraceWriteStats {
 class TraceWriter {
  public:
   // Queues the header frame (the background thread writes it first). The sink is usually
-  // open_file_sink(path). Errors here: only a header over kMaxHeaderBytes (kTooLarge); sink
-  // failures, even on the header, surface through later calls and close().
+  // open_file_sink(path). Errors here: kIo for a null sink ("TraceWriter::create: no sink") or
+  // when the zstd context (or a hash state) cannot be allocated; kTooLarge for a header over
+  // kMaxHeaderBytes. Sink failures, even on the header, surface through later calls and close().
   // Options out of range are clamped: zstd_level to zstd's levels, frame_target_bytes to
   // [1, 256 MiB].
   static TraceResult<std::unique_ptr<TraceWriter>> create(std::unique_ptr<ByteSink> sink,
