@@ -111,6 +111,12 @@ class Call {
   rt::DeviceRuntime& inner() const { return *s_.inner; }
   // The product's counters (the wrapped runtime's less the recorder's own checkpoint traffic).
   std::optional<rt::CounterSnapshot> counters_now() const { return s_.product_counters(); }
+  // Flight mode: import session `ordinal` was dropped by the product.
+  void session_dropped(std::uint64_t ordinal) {
+    if (!s_.flight || nested()) return;
+    const std::lock_guard lock(s_.mu);
+    s_.flight->session_dropped(ordinal);
+  }
   // Flight mode: the wrapped handle of a new own buffer, for checkpoints.
   void note_buffer(const std::optional<std::uint64_t>& ordinal, const rt::Buffer* inner_buffer) {
     if (!ordinal || !s_.flight || nested()) return;

@@ -334,11 +334,16 @@ void FlightRecorder::track(const EventPtr& held) {
       break;
     }
     case B::BeginStaticWeightImport:
-      if (event->body_as_BeginStaticWeightImport()->session()) ++open_sessions_;
+      if (const auto session = event->body_as_BeginStaticWeightImport()->session();
+          session.has_value()) {
+        open_sessions_.insert(*session);
+      }
       break;
-    case B::SealStaticWeightImport:
-      if (open_sessions_ > 0) --open_sessions_;
+    case B::SealStaticWeightImport: {
+      const auto* e = event->body_as_SealStaticWeightImport();
+      if (e->error() == nullptr && e->session().has_value()) open_sessions_.erase(*e->session());
       break;
+    }
     case B::SubmitBegin: {
       const auto* e = event->body_as_SubmitBegin();
       if (e->entries() != nullptr) {
@@ -394,7 +399,7 @@ bool FlightRecorder::checkpoint_ready() const {
 }
 
 bool FlightRecorder::quiescent() const {
-  return fences_.empty() && open_sessions_ == 0 && unrecreatable_commands_ == 0;
+  return fences_.empty() && open_sessions_.empty() && unrecreatable_commands_ == 0;
 }
 
 rt::Result<void> FlightRecorder::checkpoint(rt::DeviceRuntime& inner, rt::Stream& stream,

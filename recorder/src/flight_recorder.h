@@ -15,6 +15,7 @@
 #include <deque>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <memory>
 #include <optional>
 #include <span>
@@ -182,6 +183,8 @@ class FlightRecorder {
   FlightStats stats() const;
   std::uint64_t submits() const { return submits_; }
   bool checkpoint_failed() const { return checkpoint_failed_; }
+  // The product dropped import session `ordinal` (sealed or not); the format has no event for it.
+  void session_dropped(std::uint64_t ordinal) { open_sessions_.erase(ordinal); }
 
  private:
   friend struct HeldBlob;
@@ -230,7 +233,9 @@ class FlightRecorder {
   std::map<std::uint64_t, std::vector<EventPtr>> streams_;  // creation, then configuration
   std::map<std::uint64_t, LiveCommand> commands_;
   std::map<std::uint64_t, int> fences_;
-  std::uint64_t open_sessions_ = 0;
+  // Static-weight import sessions begun and not yet sealed (a failed seal leaves one open) or
+  // dropped: no checkpoint while one is open, since a window could not re-create it.
+  std::set<std::uint64_t> open_sessions_;
   std::uint64_t unrecreatable_commands_ = 0;  // live commands made by coalesce
 
   struct Journal {

@@ -40,6 +40,15 @@ class RecordedImportSession final : public rt::StaticWeightImportSession {
   RecordedImportSession(RecordingRuntime::State* s, std::uint64_t o,
                         std::unique_ptr<rt::StaticWeightImportSession> in)
       : state_(s), ordinal_(o), inner_(std::move(in)) {}
+  // The format has no release event for a session; a flight recorder still learns it is gone
+  // (one dropped unsealed, after a failed import, would otherwise stop every later checkpoint).
+  ~RecordedImportSession() override {
+    inner_.reset();
+    Call call(*state_);
+    call.session_dropped(ordinal_);
+  }
+  RecordedImportSession(const RecordedImportSession&) = delete;
+  RecordedImportSession& operator=(const RecordedImportSession&) = delete;
 
   rt::Result<void> import_component(std::span<const std::uint8_t> payload,
                                     const rt::Buffer& destination,

@@ -25,11 +25,13 @@
 
 #include "capture_names.h"
 #include "recorder_test_support.h"
+#include "support/importing_runtime.h"
 #include "support/test_support.h"
 #include "vtrace/recorder/open.h"
 #include "vtrace/recorder/recording_runtime.h"
 #include "vtrace/replayer/replay_trace.h"
 #include "vtrace/runtime/forwarding_runtime.h"
+#include "vtrace/runtime/immediate.h"
 #include "vtrace/schema/trace_reader.h"
 #include "vtrace/workloads/workload.h"
 
@@ -1096,5 +1098,38 @@ TEST_CASE("a capture whose start never comes says so at close, in one sentence")
   CHECK(said.find("so nothing was written") != std::string::npos);
   CHECK(std::count(said.begin(), said.end(), '\n') == 1);
   CHECK(std::filesystem::is_empty(dir));  // no trace, no .partial
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("flight: an import session dropped without seal does not stop later checkpoints") {
+  // initialize_static_buffer drops its session unsealed when an import fails: the format has no
+  // release event, and a flight recorder that still counted it open took no checkpoint again
+  // (its window then grew without bound).
+  const auto dir = fresh_dir("vtrace_flight_dropped_session_test");
+  auto rec = RecordingRuntime::create(std::make_unique<vtrace::test::ImportingRuntime>(
+                                          make_reference()),
+                                      "importing", dir / "w.vtrace", flight_options(4));
+  REQUIRE(rec.has_value());
+  {
+    auto weight = vtrace::runtime::immediate::allocate_buffer(
+        **rec, "resource.weight", rt::ElementType::kU8, 8, rt::BufferUsage::kWeights, 16);
+    REQUIRE(weight.has_value());
+    auto session = (*rec)->begin_static_weight_import();
+    REQUIRE(session.has_value());
+    REQUIRE(session->has_value());
+    const std::vector<std::uint8_t> component(8, 0x5A);
+    REQUIRE((**session)->import_component(component, **weight, 0).has_value());
+    // dropped here, unsealed
+  }
+  REQUIRE(wl::run_workload(small_decode(12), **rec, nullptr).has_value());
+  const auto stats = (*rec)->flight_stats();
+  REQUIRE(stats.has_value());
+  CHECK(stats->checkpoints >= 12);
+  auto written = (*rec)->dump_window(FlightTriggerKind::kApi, "test");
+  REQUIRE(written.has_value());
+  REQUIRE((*rec)->close().has_value());
+  const auto w = window_of(*written);
+  CHECK(w.batches == 4);  // bounded by the window, not everything since the session
+  replay(*written, "reference");
   std::filesystem::remove_all(dir);
 }
