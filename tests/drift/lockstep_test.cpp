@@ -355,7 +355,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "diff: two recordings of one workload align event by event; drift and structural "
+    "diff: two recordings of one workload align event by event, drift and structural "
     "differences are named",
     "[drift]") {
   ScratchDir dir("drift-diff");

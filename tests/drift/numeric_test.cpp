@@ -92,7 +92,7 @@ TEST_CASE("+0 and -0 are 0 ULP and 0 apart: not bitwise, but equal values", "[dr
   CHECK(cmp(f16({0x0000}), f16({0x8000}), "tol").agrees);
 }
 
-TEST_CASE("one ULP apart is within_1_ulp; ulp:N agrees up to N", "[drift]") {
+TEST_CASE("one ULP apart is within_1_ulp, ulp:N agrees up to N", "[drift]") {
   const auto e = f16({0x3c00});  // 1.0
   const auto a = f16({0x3c01});  // the next f16
   const auto c = cmp(e, a, "bits");
@@ -106,7 +106,7 @@ TEST_CASE("one ULP apart is within_1_ulp; ulp:N agrees up to N", "[drift]") {
   CHECK(cmp(e, f16({0x3c02}), "ulp:2").agrees);
 }
 
-TEST_CASE("within the tolerance but more than 1 ULP is within_tolerance; beyond it is drift",
+TEST_CASE("within the tolerance but more than 1 ULP is within_tolerance, beyond it is drift",
           "[drift]") {
   // 1000 and the f16 two steps above it (0.5 apart each): |a - e| = 1 <= 1e-5 + 1e-3 * 1000.
   const auto e = f16({0x63d0});
@@ -126,7 +126,7 @@ TEST_CASE("within the tolerance but more than 1 ULP is within_tolerance; beyond 
   CHECK_FALSE(cmp(e, f16({0x63d6}), "tol:2.9,0").agrees);
 }
 
-TEST_CASE("NaN matches NaN only; a NaN or infinity that appears or vanishes is nan_inf",
+TEST_CASE("NaN matches NaN only, a NaN or infinity that appears or vanishes is nan_inf",
           "[drift]") {
   // Two NaNs with different payloads and signs: equal under every non-bits mode.
   const auto nans = cmp(f16({0x7e00}), f16({0xfe01}), "ulp:0");

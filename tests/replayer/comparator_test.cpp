@@ -125,7 +125,7 @@ TEST_CASE("comparator: success against failure is an outcome difference", "[repl
   CHECK(cmp(failed, ok).checked.error_outcomes == 1);
 }
 
-TEST_CASE("comparator: two failures of different kinds differ; messages are not compared",
+TEST_CASE("comparator: two failures of different kinds differ, messages are not compared",
           "[replayer][comparator]") {
   const Observation a = with_outcome(error(rt::ErrorKind::kUploadByteCountMismatch, "one"));
   const Observation b = with_outcome(error(rt::ErrorKind::kUploadElementTypeMismatch, "one"));
@@ -170,7 +170,7 @@ TEST_CASE("comparator: stream states differ", "[replayer][comparator]") {
   CHECK(rp::render(d, e, a).expected == "ready");
 }
 
-TEST_CASE("comparator: fence answers; pending is not compared, indeterminate vs terminal is",
+TEST_CASE("comparator: fence answers, pending is not compared, indeterminate vs terminal is",
           "[replayer][comparator]") {
   const Observation pending = with_fence(rt::FenceQueryPending{});
   const Observation succeeded = with_fence(terminal());
@@ -268,7 +268,7 @@ TEST_CASE("comparator: +0 and -0 are 0 ULP apart", "[replayer][comparator]") {
                       E::kF32, CheckMode::bits()));
 }
 
-TEST_CASE("comparator: NaN matches NaN in ulp mode; payloads differ in bits mode",
+TEST_CASE("comparator: NaN matches NaN in ulp mode, payloads differ in bits mode",
           "[replayer][comparator]") {
   using E = rt::ElementType;
   const auto f16a = bytes_of<std::uint16_t>({0x7E00});
