@@ -330,6 +330,7 @@ TEST_CASE("flight: an injected NaN writes exactly one window, ending at its batc
   const auto replayed = replay(path);
   CHECK(replayed.check == "bits");
   CHECK(replayed.checked.readbacks == 8);
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("flight: a counter threshold writes one window when it is first reached") {
@@ -670,6 +671,8 @@ int run_dying_product(const std::filesystem::path& dir, std::uint64_t die_at, in
     const int null = ::open("/dev/null", O_WRONLY);
     ::dup2(null, 1);
     ::dup2(null, 2);
+    // The workload's model file goes in `dir`, which the test removes: the dying child cannot.
+    ::setenv("TMPDIR", dir.c_str(), 1);
     auto rec = RecordingRuntime::create(std::make_unique<DyingRuntime>(die_at, signal),
                                         "reference", dir / "w.vtrace", flight_options(4));
     if (before) before();

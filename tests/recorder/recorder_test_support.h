@@ -31,6 +31,7 @@
 namespace vtrace::recorder::testing {
 
 // Sends this process's stderr (fd 2) to `file` while it lives; text() is what was written so far.
+// The file is removed with it.
 class StderrCapture {
  public:
   explicit StderrCapture(std::filesystem::path file) : file_(std::move(file)) {
@@ -46,6 +47,8 @@ class StderrCapture {
     std::fflush(stderr);
     ::dup2(saved_, 2);
     ::close(saved_);
+    std::error_code ec;
+    std::filesystem::remove(file_, ec);  // read through text() while it lives
   }
   StderrCapture(const StderrCapture&) = delete;
   StderrCapture& operator=(const StderrCapture&) = delete;

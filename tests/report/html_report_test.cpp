@@ -223,7 +223,13 @@ TEST_CASE("the HTML report renders in headless Chromium without a script error",
   // The DOM after the scripts ran, and the console: a script error shows in both.
   const auto dom = dir / "dom.html";
   const auto log = dir / "console.log";
-  const std::string flags = "--headless --no-sandbox --disable-gpu --enable-logging=stderr --v=0";
+  // Its profile, caches and crash reports in the test's folder, not the user's $HOME.
+  const auto profile = dir / "profile";
+  const std::string flags = fmt::format(
+      "--headless --no-sandbox --disable-gpu --enable-logging=stderr --v=0 --user-data-dir={}",
+      profile.string());
+  chromium = fmt::format("HOME={0} XDG_CONFIG_HOME={0}/config XDG_CACHE_HOME={0}/cache {1}",
+                         profile.string(), chromium);
   const int dumped = std::system(fmt::format("{} {} --dump-dom file://{} >{} 2>{}", chromium, flags,
                                              html.string(), dom.string(), log.string())
                                      .c_str());

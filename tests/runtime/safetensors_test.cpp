@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include <filesystem>
+#include <unistd.h>
 #include <fstream>
 
 #include "runtime_test_support.h"
@@ -62,7 +63,17 @@ TEST_CASE("the shipped tiny linear file holds the spec's 2x2 F16 weight", "[runt
 
 TEST_CASE("the writer reproduces the shipped fixture byte for byte and reads back",
           "[runtime][safetensors]") {
-  const auto path = std::filesystem::temp_directory_path() / "vtrace_runtime_writer_test.safetensors";
+  // Per process (two build trees testing at once must not share it), removed however the test
+  // ends.
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("vtrace_runtime_writer_test_" + std::to_string(::getpid()) + ".safetensors");
+  struct Remover {
+    std::filesystem::path path;
+    ~Remover() {
+      std::error_code ec;
+      std::filesystem::remove(path, ec);
+    }
+  } const remover{path};
   REQUIRE(write_safetensors(path, {{"linear.weight", ElementType::kF16, {2, 2},
                                     f16_bytes({2.0f, 1.0f, -1.0f, 3.0f})}}));
   CHECK(read_file(path) == read_file(kTinyLinear));
@@ -87,7 +98,6 @@ TEST_CASE("the writer reproduces the shipped fixture byte for byte and reads bac
   CHECK(bad.error().message.find("tensor `w` has 9 bytes") != std::string::npos);
   CHECK_FALSE(write_safetensors(path, {{"w", ElementType::kU8, {1}, {1}},
                                        {"w", ElementType::kU8, {1}, {2}}}));
-  std::filesystem::remove(path);
 }
 
 TEST_CASE("metadata entries are exposed and must be string to string", "[runtime][safetensors]") {

@@ -112,8 +112,20 @@ void append_record(Bytes& out, std::uint32_t len, std::uint8_t kind, const Bytes
   out.insert(out.end(), payload.begin(), payload.end());
 }
 
+std::filesystem::path temp_dir() {
+  return std::filesystem::temp_directory_path() / fmt::format("vtrace-schema-test-{}", ::getpid());
+}
+
+// The folder temp_path() fills goes with the process (a failed REQUIRE leaves no litter either).
+struct TempDirRemover {
+  ~TempDirRemover() {
+    std::error_code ec;
+    std::filesystem::remove_all(temp_dir(), ec);
+  }
+} const temp_dir_remover;
+
 std::filesystem::path temp_path(const std::string& name) {
-  auto dir = std::filesystem::temp_directory_path() / fmt::format("vtrace-schema-test-{}", ::getpid());
+  const auto dir = temp_dir();
   std::filesystem::create_directories(dir);
   return dir / name;
 }
@@ -661,15 +673,24 @@ TEST_CASE("byte planes round-trip 16-bit payloads of every length from 0 to 80 e
   CHECK(r->verify_all().has_value());
 }
 
-TEST_CASE("a file sink refuses to rename a trace over a device node or a directory", "[schema]") {
-  for (const char* path : {"/dev/null", "/tmp"}) {
+TEST_CASE("a file sink refuses to rename a trace over a FIFO or a directory", "[schema]") {
+  // In a scratch folder, never on /dev/null or /tmp themselves: CI runs as root, and a
+  // regression here would rename a file over them.
+  const auto fifo = temp_path("special-fifo");
+  const auto folder = temp_path("special-folder");
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  std::filesystem::create_directory(folder);
+  for (const auto& path : {fifo, folder}) {
     auto sink = vs::open_file_sink(path);
     REQUIRE_FALSE(sink.has_value());
     CHECK(sink.error().kind == vs::TraceErrorKind::kIo);
-    CHECK_THAT(sink.error().message, Catch::Contains(path));
-    CHECK_FALSE(std::filesystem::exists(std::string(path) + ".partial"));
+    CHECK_THAT(sink.error().message, Catch::Contains(path.string()));
+    CHECK_FALSE(std::filesystem::exists(path.string() + ".partial"));
   }
-  CHECK(std::filesystem::is_character_file("/dev/null"));
+  CHECK(std::filesystem::is_fifo(fifo));
+  CHECK(std::filesystem::is_directory(folder));
+  std::filesystem::remove(fifo);
+  std::filesystem::remove(folder);
 }
 
 TEST_CASE("a file sink never writes its .partial through a link, a FIFO or a directory",
