@@ -106,6 +106,28 @@ TEST_CASE("one ULP apart is within_1_ulp, ulp:N agrees up to N", "[drift]") {
   CHECK(cmp(e, f16({0x3c02}), "ulp:2").agrees);
 }
 
+TEST_CASE("each ULP bucket and each magnitude decade takes exactly its own elements", "[drift]") {
+  // ULP distances on both sides of every bucket edge (kUlpBuckets: 0, 1, 2-3, 4-15, 16-255, 256+).
+  std::vector<std::uint16_t> expected, actual;
+  for (const int d : {0, 1, 2, 3, 4, 15, 16, 255, 256}) {
+    expected.push_back(0x3c00);  // 1.0
+    actual.push_back(static_cast<std::uint16_t>(0x3c00 + d));
+  }
+  const auto u = cmp(f16(expected), f16(actual), "bits");
+  CHECK(u.stats.ulp_histogram == std::array<std::uint64_t, 7>{1, 1, 2, 2, 2, 1, 0});
+  CHECK(u.stats.max_ulp == 256);
+  // One differing element per decade of the baseline's value (kMagnitudeBuckets), each one ULP
+  // off: 5e-5, 5e-4, 5e-3, 5e-2, 0.5, 5.
+  std::vector<std::uint16_t> decades, next;
+  for (const float v : {5e-5f, 5e-4f, 5e-3f, 5e-2f, 0.5f, 5.0f}) {
+    decades.push_back(rt::f32_to_f16(v));
+    next.push_back(static_cast<std::uint16_t>(decades.back() + 1));  // the next f16 up
+  }
+  const auto m = cmp(f16(decades), f16(next), "bits");
+  CHECK(m.stats.differing == 6);
+  CHECK(m.stats.magnitude_histogram == std::array<std::uint64_t, 7>{1, 1, 1, 1, 1, 1, 0});
+}
+
 TEST_CASE("within the tolerance but more than 1 ULP is within_tolerance, beyond it is drift",
           "[drift]") {
   // 1000 and the f16 two steps above it (0.5 apart each): |a - e| = 1 <= 1e-5 + 1e-3 * 1000.

@@ -351,6 +351,23 @@ TEST_CASE("comparator: counter snapshots differ in one counter", "[replayer][com
   CHECK(c.checked.counter_snapshots == 1);
   CHECK(c.checked.calls == 0);
   CHECK(cmp(e, e).differences.empty());
+  // Each of the seven counters, alone, is named by its own name.
+  const std::pair<std::uint64_t rt::CounterSnapshot::*, const char*> counters[] = {
+      {&rt::CounterSnapshot::allocations, "allocations"},
+      {&rt::CounterSnapshot::live_allocations, "live_allocations"},
+      {&rt::CounterSnapshot::submissions, "submissions"},
+      {&rt::CounterSnapshot::commands, "commands"},
+      {&rt::CounterSnapshot::uploaded_bytes, "uploaded_bytes"},
+      {&rt::CounterSnapshot::dense_linear_launches, "dense_linear_launches"},
+      {&rt::CounterSnapshot::readback_bytes, "readback_bytes"}};
+  for (const auto& [member, name] : counters) {
+    INFO(name);
+    Observation one = e;
+    ++((*one.counters).*member);
+    const auto named = cmp(e, one);
+    REQUIRE(named.differences.size() == 1);
+    CHECK(named.differences.front().counters == std::vector<std::string>{name});
+  }
 }
 
 TEST_CASE("comparator: optional-call answers and submit rejection", "[replayer][comparator]") {
