@@ -564,6 +564,7 @@ TEST_CASE("cpu runtime: worker threads the system refuses to start are an error,
 
 // ---- memory a batch cannot get ------------------------------------------------------------------
 
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
 namespace {
 
 // The child's part of the next test; its exit code says which step went wrong (0: all held).
@@ -649,6 +650,7 @@ int batch_without_scratch_child(const char* runtime_name) {
 }
 
 }  // namespace
+#endif
 
 TEST_CASE("cpu runtimes: a batch whose kernel scratch cannot be had is refused whole, nothing run") {
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
