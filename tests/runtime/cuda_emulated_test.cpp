@@ -233,6 +233,35 @@ TEST_CASE("opening fails with one sentence naming the CUDA call, and leaves noth
   check_everything_given_back();
 }
 
+TEST_CASE("readback of a valid host layout larger than this host can hold is an error, not an "
+          "exception",
+          "[cuda-emulator]") {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  VTRACE_SKIP("the sanitizers' allocators end the process on such a request instead of failing it");
+#else
+  // 2^62 bytes: a layout spec 2.11 accepts (n * size does not overflow), which no host holds.
+  // Like every readback failure after the checks of spec 7.3, the stream is synchronized first;
+  // nothing else moves. (Not a conformance case: under the sanitizers, whose allocators end the
+  // process on such a request, it can only be skipped, and the conformance suite must not skip.)
+  const Emulator fresh;
+  {
+    auto runtime = open(CudaDenseLinear::kStrict);
+    auto stream = conf::stream_of(*runtime);
+    const auto buffer = rt::testing::allocate(*runtime, 4, rt::ElementType::kU8);
+    const auto before = conf::counters(*runtime);
+    const auto huge = runtime->readback(*stream, *buffer, conf::region(0, 0, 4),
+                                        conf::layout(rt::ElementType::kU8, std::uint64_t{1} << 62));
+    REQUIRE_FALSE(huge.has_value());
+    CHECK(huge.error().kind() == ErrorKind::kReadbackInternal);
+    CHECK(huge.error().message() ==
+          "cuda cannot allocate the 4611686018427387904 bytes of the readback's host layout");
+    CHECK(conf::counters(*runtime) == before);
+    CHECK(runtime->stream_state(*stream) == rt::StreamState::kReady);
+  }
+  check_everything_given_back();
+#endif
+}
+
 TEST_CASE("an allocation whose cudaMalloc or zero fill fails names the call and moves no counter",
           "[cuda-emulator]") {
   const Emulator fresh;

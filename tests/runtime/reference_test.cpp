@@ -159,6 +159,38 @@ TEST_CASE("a large alignment costs address space, not memory: the padding is nev
   CHECK(contents(*runtime, *stream, *second) == std::vector<std::uint8_t>{0});
 }
 
+TEST_CASE("readback of a valid host layout larger than this host can hold is an error, not an "
+          "exception",
+          "[runtime][reference]") {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  VTRACE_SKIP("the sanitizers' allocators end the process on such a request instead of failing it");
+#else
+  // 2^62 bytes: a layout spec 2.11 accepts (n * size does not overflow), which no host holds.
+  // Like every readback failure after the checks of spec 7.3, the stream is synchronized first;
+  // nothing else moves. (Not a conformance case: under the sanitizers, whose allocators end the
+  // process on such a request, it can only be skipped, and the conformance suite must not skip.)
+  for (const char* name : {"reference", "cpu", "cpu-splitk"}) {
+    INFO(name);
+    auto runtime = std::move(*default_registry().open(name));
+    auto stream = std::move(*runtime->create_stream());
+    auto buffer = allocate(*runtime, 4, ElementType::kU8);
+    fill(*runtime, *stream, *buffer, {1, 2, 3, 4});
+    const auto before = *runtime->counter_snapshot();
+    const auto huge = runtime->readback(*stream, *buffer, *CopyRegion::create(0, 0, 4),
+                                        *HostTransferLayout::create(ElementType::kU8,
+                                                                    std::uint64_t{1} << 62));
+    REQUIRE_FALSE(huge.has_value());
+    CHECK(huge.error().kind() == ErrorKind::kReadbackInternal);
+    CHECK(huge.error().message() == std::string(name) +
+                                        " cannot allocate the 4611686018427387904 bytes of the "
+                                        "readback's host layout");
+    CHECK(*runtime->counter_snapshot() == before);
+    CHECK(runtime->stream_state(*stream) == StreamState::kReady);
+    CHECK(contents(*runtime, *stream, *buffer) == std::vector<std::uint8_t>{1, 2, 3, 4});
+  }
+#endif
+}
+
 TEST_CASE(
     "cuda and cuda-cublas are registered exactly in a CUDA build and say why when they cannot open",
     "[runtime][registry][cuda]") {
