@@ -113,6 +113,13 @@ struct HostRuntime::State {
     return concrete;
   }
 
+  // "cannot allocate <what> of a RxKxN dense linear; nothing ran".
+  static std::string fmt_refusal(std::string_view what, std::uint64_t rows, std::uint64_t in,
+                                 std::uint64_t out) {
+    return "cannot allocate " + std::string(what) + " of a " + std::to_string(rows) + "x" +
+           std::to_string(in) + "x" + std::to_string(out) + " dense linear; nothing ran";
+  }
+
   static bool aliased(const DenseLaunch& launch) {
     return launch.output.overlaps(launch.input) || launch.output.overlaps(launch.weight);
   }
@@ -127,22 +134,20 @@ struct HostRuntime::State {
       if (dense == nullptr) continue;
       for (const DenseLaunch& launch : dense->launches) {
         const auto& shape = launch.shape;
-        const std::string what = std::to_string(shape.rows) + "x" +
-                                 std::to_string(shape.in_features) + "x" +
-                                 std::to_string(shape.out_features) + " dense linear";
+        // The sentence is built only on failure: this runs for every launch of every submit.
+        const auto refused = [&](std::string_view what) {
+          return error(ErrorKind::kInternal, rt(),
+                       fmt_refusal(what, shape.rows, shape.in_features, shape.out_features));
+        };
         if (aliased(launch) && staging_size < launch.output.length_bytes) {
           staging.reset(new (std::nothrow) std::uint8_t[launch.output.length_bytes]);
           staging_size = staging ? launch.output.length_bytes : 0;
           if (!staging) {
-            return error(ErrorKind::kInternal, rt(),
-                         "cannot allocate " + std::to_string(launch.output.length_bytes) +
-                             " bytes to stage the output of a " + what + "; nothing ran");
+            return refused(std::to_string(launch.output.length_bytes) +
+                           " bytes to stage the output");
           }
         }
-        if (!config.kernel->reserve(shape)) {
-          return error(ErrorKind::kInternal, rt(),
-                       "cannot allocate the scratch memory of a " + what + "; nothing ran");
-        }
+        if (!config.kernel->reserve(shape)) return refused("the scratch memory");
       }
     }
     return std::nullopt;

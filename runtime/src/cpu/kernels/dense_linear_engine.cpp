@@ -137,6 +137,7 @@ struct DenseLinearEngine::Impl {
   // handled before blocking.
   std::optional<Blocking> blocking(const DenseLinearShape& shape, bool splitk) const;
   bool reserve(const DenseLinearShape& shape, bool splitk);
+  bool reserve(const Blocking& b);  // grows the scratch `b` needs; no-op once it fits
   bool launch(const std::uint8_t* input, const std::uint8_t* weight, std::uint8_t* output,
               const DenseLinearShape& shape, bool splitk);
 
@@ -188,9 +189,13 @@ std::optional<DenseLinearEngine::Impl::Blocking> DenseLinearEngine::Impl::blocki
 bool DenseLinearEngine::Impl::reserve(const DenseLinearShape& shape, bool splitk) {
   if (shape.rows == 0 || shape.out_features == 0 || shape.in_features == 0) return true;
   const auto b = blocking(shape, splitk);
-  if (!b || !input32.reserve(b->input_floats)) return false;
+  return b && reserve(*b);
+}
+
+bool DenseLinearEngine::Impl::reserve(const Blocking& b) {
+  if (!input32.reserve(b.input_floats)) return false;
   for (Worker& w : workers) {
-    if (!w.packed.reserve(b->packed_floats) || !w.acc.reserve(b->acc_floats)) return false;
+    if (!w.packed.reserve(b.packed_floats) || !w.acc.reserve(b.acc_floats)) return false;
   }
   return true;
 }
@@ -207,8 +212,9 @@ bool DenseLinearEngine::Impl::launch(const std::uint8_t* input, const std::uint8
     return true;
   }
   // No allocation once reserve() for this shape (or a larger one) succeeded.
-  if (!reserve(shape, splitk)) return false;
-  const Blocking b = *blocking(shape, splitk);
+  const auto blocked = blocking(shape, splitk);
+  if (!blocked || !reserve(*blocked)) return false;
+  const Blocking& b = *blocked;
   const KernelSet& set = *b.set;
   const std::size_t nr = set.nr;
   const std::size_t want_tasks = b.want_tasks;
