@@ -13,9 +13,11 @@
 #include <iterator>
 
 #include "support/flaky_runtime.h"
+#include "support/importing_runtime.h"
 #include "trace_fixtures.h"
 #include "vtrace/drift/lockstep.h"
 #include "vtrace/runtime/forwarding_runtime.h"
+#include "vtrace/runtime/immediate.h"
 #include "vtrace/schema/events.h"
 #include "vtrace/schema/trace_reader.h"
 
@@ -203,6 +205,70 @@ TEST_CASE(
   CHECK(std::find(read.begin(), read.end(), recorded[0]) != read.end());
   CHECK(replay(window, "reference").matched());
   CHECK_FALSE(replay(window, "cpu-splitk").matched());
+}
+
+TEST_CASE(
+    "extract starts from the state the recording had: earlier batches are not run a second time",
+    "[drift]") {
+  // W gets p by a static weight import (not a command). Batch 1 copies W to Y; batch 2 uploads q
+  // to W; batch 3, the window, copies Y to Z, read back: p. A baseline that ran batches 1 and 2
+  // again on top of the replayed state would copy q to Y and record a repro of q.
+  rt::RuntimeRegistry registry;
+  registry.add("importing", "reference with a static weight import session",
+               [](const rt::RuntimeOpenOptions& o)
+                   -> rt::Result<std::unique_ptr<rt::DeviceRuntime>> {
+                 auto inner = rt::default_registry().open("reference", o);
+                 if (!inner) return std::unexpected(inner.error());
+                 return std::unique_ptr<rt::DeviceRuntime>(
+                     std::make_unique<vtrace::test::ImportingRuntime>(std::move(*inner)));
+               });
+  namespace im = rt::immediate;
+  std::vector<std::uint8_t> p(64), q(64);
+  for (std::size_t i = 0; i < p.size(); ++i) {
+    p[i] = static_cast<std::uint8_t>(i + 1);
+    q[i] = static_cast<std::uint8_t>(200 - i);
+  }
+  ScratchDir dir("extract-before");
+  const auto trace = dir / "import.vtrace";
+  vtrace::test::record_calls(registry, "importing", trace, [&](rt::DeviceRuntime& r) {
+    auto stream = r.create_stream();
+    REQUIRE(stream.has_value());
+    std::vector<rt::BufferPtr> b;
+    for (const char* id : {"weight.test.w", "resource.test.y", "resource.test.z"}) {
+      auto buffer = im::allocate_buffer(r, id, rt::ElementType::kF16, 32, rt::BufferUsage::kWeights);
+      REQUIRE(buffer.has_value());
+      b.push_back(std::move(*buffer));
+    }
+    auto session = r.begin_static_weight_import();
+    REQUIRE((session && session->has_value()));
+    REQUIRE((**session)->import_component(p, *b[0], 0).has_value());
+    REQUIRE((**session)->seal().has_value());
+    const auto region = rt::CopyRegion::create(0, 0, 64);
+    auto w_to_y = r.encode_copy(*b[0], *b[1], *region);
+    REQUIRE(w_to_y.has_value());
+    REQUIRE(im::submit_and_wait(r, **stream, rt::CommandBatch::singleton(std::move(*w_to_y))));
+    REQUIRE(im::upload(r, **stream, *b[0], q).has_value());
+    auto y_to_z = r.encode_copy(*b[1], *b[2], *region);
+    REQUIRE(y_to_z.has_value());
+    REQUIRE(im::submit_and_wait(r, **stream, rt::CommandBatch::singleton(std::move(*y_to_z))));
+    CHECK(im::readback(r, **stream, *b[2]) == p);
+  });
+  auto plan = rp::open_plan(trace);
+  REQUIRE(plan.has_value());
+  std::uint64_t last_copy = 0;
+  for (const auto& s : plan->steps()) {
+    if (std::holds_alternative<rp::step::EncodeCopy>(s.body)) last_copy = s.ordinal;
+  }
+  REQUIRE(last_copy > 0);
+  const auto repro = dir / "repro.vtrace";
+  const auto r = extract(trace, repro, last_copy, last_copy, registry, "importing");
+  REQUIRE(r.commands.size() == 1);
+  CHECK(r.reproduces_baseline);
+  const auto read = readbacks(repro);
+  REQUIRE(read.size() == 1);
+  CHECK(read[0] == p);
+  CHECK(read[0] == readbacks(trace).back());
+  CHECK(replay(repro, "reference").matched());
 }
 
 TEST_CASE("a window across batches keeps them: each batch's drift is read back before the next",

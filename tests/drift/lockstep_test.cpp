@@ -20,6 +20,8 @@ namespace dr = vtrace::drift;
 namespace rp = vtrace::replayer;
 namespace rt = vtrace::runtime;
 namespace wl = vtrace::workloads;
+using vtrace::test::f16_buffer;
+using vtrace::test::record_calls;
 using vtrace::test::ScratchDir;
 
 namespace {
@@ -51,30 +53,6 @@ dr::CompareReport compare(const std::filesystem::path& trace, std::vector<std::s
   INFO((report ? std::string() : report.error().message));
   REQUIRE(report.has_value());
   return std::move(*report);
-}
-
-rt::BufferPtr f16_buffer(rt::DeviceRuntime& r, const char* id, std::uint64_t bytes) {
-  auto request = rt::BufferRequest::create(*rt::ResourceId::create(id), bytes, 16,
-                                           rt::BufferUsage::kWeights, rt::ElementType::kF16);
-  REQUIRE(request.has_value());
-  auto permit = r.admit(*request);
-  REQUIRE(permit.has_value());
-  auto b = r.allocate(std::move(*permit));
-  REQUIRE(b.has_value());
-  return std::move(*b);
-}
-
-// Records `calls` on `runtime` (opened as device.vtrace.0) into `path`.
-void record_calls(const rt::RuntimeRegistry& registry, const char* runtime,
-                  const std::filesystem::path& path,
-                  const std::function<void(rt::DeviceRuntime&)>& calls) {
-  auto inner = registry.open(runtime, {.device_id = "device.vtrace.0"});
-  REQUIRE(inner.has_value());
-  auto recording =
-      vtrace::recorder::RecordingRuntime::create(std::move(*inner), runtime, path, {});
-  REQUIRE(recording.has_value());
-  calls(**recording);
-  REQUIRE((*recording)->close().has_value());
 }
 
 void submit_and_wait(rt::DeviceRuntime& r, rt::Stream& stream, rt::CommandBatch batch) {

@@ -48,6 +48,29 @@ workloads::WorkloadReport record_workload(const workloads::WorkloadSpec& spec,
   return *report;
 }
 
+void record_calls(const runtime::RuntimeRegistry& registry, const char* runtime,
+                  const std::filesystem::path& path,
+                  const std::function<void(runtime::DeviceRuntime&)>& calls) {
+  auto inner = registry.open(runtime, {.device_id = "device.vtrace.0"});
+  REQUIRE(inner.has_value());
+  auto recording = recorder::RecordingRuntime::create(std::move(*inner), runtime, path, {});
+  REQUIRE(recording.has_value());
+  calls(**recording);
+  REQUIRE((*recording)->close().has_value());
+}
+
+runtime::BufferPtr f16_buffer(runtime::DeviceRuntime& r, const char* id, std::uint64_t bytes) {
+  auto request =
+      runtime::BufferRequest::create(*runtime::ResourceId::create(id), bytes, 16,
+                                     runtime::BufferUsage::kWeights, runtime::ElementType::kF16);
+  REQUIRE(request.has_value());
+  auto permit = r.admit(*request);
+  REQUIRE(permit.has_value());
+  auto b = r.allocate(std::move(*permit));
+  REQUIRE(b.has_value());
+  return std::move(*b);
+}
+
 workloads::WorkloadSpec small_decode_spec() {
   workloads::WorkloadSpec spec;
   spec.kind = workloads::WorkloadKind::kDecode;

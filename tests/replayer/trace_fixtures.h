@@ -1,5 +1,6 @@
-// Test fixtures shared by tests/replayer and tests/cli: record a workload into a file, and
-// rewrite a trace with one readback's bytes altered (through the public reader and writer APIs).
+// Test fixtures shared by tests/replayer, tests/drift and tests/cli: record a workload (or a
+// function's calls) into a file, and rewrite a trace with one readback's bytes altered (through
+// the public reader and writer APIs).
 #pragma once
 
 #include <cstdint>
@@ -12,6 +13,8 @@
 
 #include <flatbuffers/flatbuffers.h>
 
+#include "vtrace/runtime/device_runtime.h"
+#include "vtrace/runtime/registry.h"
 #include "vtrace/schema/events.h"
 #include "vtrace/schema/trace_writer.h"
 #include "vtrace/workloads/workload.h"
@@ -34,6 +37,15 @@ class ScratchDir {
 workloads::WorkloadReport record_workload(const workloads::WorkloadSpec& spec,
                                           const std::filesystem::path& path,
                                           const std::string& runtime_name = "reference");
+
+// Records `calls` on the registry runtime `runtime` (opened as device.vtrace.0) into `path`,
+// under that name; REQUIREs that it opens and closes.
+void record_calls(const runtime::RuntimeRegistry& registry, const char* runtime,
+                  const std::filesystem::path& path,
+                  const std::function<void(runtime::DeviceRuntime&)>& calls);
+
+// A `bytes`-long f16 weight buffer named `id`, admitted and allocated on `r`; REQUIREs success.
+runtime::BufferPtr f16_buffer(runtime::DeviceRuntime& r, const char* id, std::uint64_t bytes);
 
 // Small decode options that record in well under a second.
 workloads::WorkloadSpec small_decode_spec();
