@@ -254,11 +254,13 @@ std::optional<std::string> refused_outputs(std::initializer_list<OutputFile> out
 }
 
 // "; the events recorded so far are in OUT.partial (`vtrace repair OUT.partial -o OUT` finishes
-// it)" when the writer left one, else "".
+// it)" when the writer left one that holds bytes (one it wrote nothing to is removed), else "".
 std::string partial_note(const std::string& output) {
   std::error_code ec;
   const std::string partial = output + ".partial";
-  if (!std::filesystem::is_regular_file(partial, ec)) return "";
+  const bool regular = std::filesystem::is_regular_file(partial, ec);
+  const auto size = regular ? std::filesystem::file_size(partial, ec) : 0;
+  if (!regular || ec || size == 0) return "; nothing had reached the file, and none is left";
   return fmt::format(
       "; the events recorded so far are in {} (`{}` finishes it)", partial,
       shell_command({"vtrace", "repair", path_argument(partial), "-o",

@@ -119,7 +119,9 @@ std::optional<std::string> refused_outputs(std::initializer_list<OutputFile> out
                                            std::initializer_list<InputFile> inputs);
 
 // "; the events recorded so far are in OUT.partial (`vtrace repair OUT.partial -o OUT` finishes
-// it)" when the writer left one there, else "". The command is shell words (shell_command).
+// it)" when the writer left one that holds bytes, else "; nothing had reached the file, and none
+// is left" (a sink that wrote nothing removes its .partial).
+// The command is shell words (shell_command).
 std::string partial_note(const std::string& output);
 
 // Every `reproduce:` line is shell words (vtrace/replayer/shell_words.h: one rule for the CLI's

@@ -185,11 +185,16 @@ RecorderCloseResult RecordingRuntime::State::close_locked(const CloseReason& rea
     if (!trace_path.empty()) {
       auto partial = trace_path;
       partial += ".partial";
+      // Named only if it holds bytes: a sink that wrote nothing removes its empty .partial.
       std::error_code ec;
-      if (std::filesystem::is_regular_file(partial, ec)) {
+      const bool regular = std::filesystem::is_regular_file(partial, ec);
+      const auto size = regular ? std::filesystem::file_size(partial, ec) : 0;
+      if (regular && !ec && size > 0) {
         left = fmt::format(
             "; the events recorded so far are in {} (`vtrace repair {} -o {}` finishes it)",
             partial.string(), partial.string(), schema::repair_output_for(trace_path).string());
+      } else {
+        left = "; nothing had reached the file, and none is left";
       }
     }
     notice(fmt::format("writing the trace failed: {}{}", close_result->error().message, left));

@@ -31,8 +31,13 @@ class FileSink final : public ByteSink {
       : fd_(fd), dir_fd_(dir_fd), write_path_(std::move(write_path)),
         final_path_(std::move(final_path)), rename_(rename) {}
   ~FileSink() override {
-    // Without commit() the .partial file stays: it is a recoverable, cut trace.
-    if (fd_ >= 0) ::close(fd_);
+    // Without commit() the .partial file stays: it is a recoverable, cut trace. One this sink
+    // never wrote to holds nothing to recover (a TraceWriter::create that failed, a disk full
+    // before the header): it is removed, if the name still holds the file this sink opened.
+    if (fd_ >= 0) {
+      if (rename_ && written_ == 0) remove_own_temporary();
+      ::close(fd_);
+    }
     if (dir_fd_ >= 0) ::close(dir_fd_);
   }
 
@@ -76,6 +81,16 @@ class FileSink final : public ByteSink {
   std::string describe() const override { return final_path_.string(); }
 
  private:
+  void remove_own_temporary() const {
+    struct ::stat own {};
+    struct ::stat named {};
+    const std::string name = write_path_.filename().string();
+    if (::fstat(fd_, &own) == 0 &&
+        ::fstatat(dir_fd_, name.c_str(), &named, AT_SYMLINK_NOFOLLOW) == 0 &&
+        own.st_dev == named.st_dev && own.st_ino == named.st_ino && own.st_size == 0) {
+      (void)::unlinkat(dir_fd_, name.c_str(), 0);
+    }
+  }
   TraceError closed_error() const {
     return TraceError{TraceErrorKind::kIo, fmt::format("{} is already committed", describe())};
   }
@@ -107,7 +122,9 @@ TraceResult<std::unique_ptr<ByteSink>> open_sink(const std::filesystem::path& wr
                                                  const std::filesystem::path& final_path,
                                                  bool rename) {
   if (!rename) {
-    const int fd = ::open(write_path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    // Written from its start: an existing regular file is truncated (a device or a pipe
+    // ignores O_TRUNC), so no byte of what it held before is left after the trace.
+    const int fd = ::open(write_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) return std::unexpected(io_error("cannot create", write_path, errno));
     return std::make_unique<FileSink>(fd, -1, write_path, final_path, rename);
   }

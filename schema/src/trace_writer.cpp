@@ -78,10 +78,14 @@ container::Hash128 to_fb(const XXH128_hash_t& h) { return container::Hash128(h.l
 }  // namespace
 
 struct TraceWriter::Impl {
-  Impl(std::unique_ptr<ByteSink> s, TraceWriterOptions o) : sink(std::move(s)), options(o) {}
+  Impl(std::unique_ptr<ByteSink> s, TraceWriterOptions o)
+      : sink(std::move(s)), sink_name(sink->describe()), options(o) {}
 
   // --- fixed after create()
+  // Released by close(), which writes last: the file is final, or what reached it stays (a sink
+  // that received nothing removes its empty file then, byte_io.h).
   std::unique_ptr<ByteSink> sink;
+  std::string sink_name;  // sink->describe(), for messages after close()
   TraceWriterOptions options;
   bool checksums = true;  // format 1.1 layout: header hash, footer checksum (header minor >= 1)
   BlobId header_hash;     // XXH3-128 of the header frame's content before the hash
@@ -135,7 +139,7 @@ struct TraceWriter::Impl {
   TraceError stopped_error() const {
     return make_error(TraceErrorKind::kWriterFailed,
                       fmt::format("the writer of {} stopped after an earlier failure: {}",
-                                  sink->describe(), error ? error->message : "closed"));
+                                  sink_name, error ? error->message : "closed"));
   }
 
   // Called with mu held. Hands the current chunk to the worker; blocks while more than two frames'
@@ -650,7 +654,7 @@ TraceResult<TraceWriteStats> TraceWriter::close(std::span<const std::uint8_t> su
   if (m.closed) {
     if (m.error) return std::unexpected(*m.error);
     return std::unexpected(make_error(TraceErrorKind::kWriterFailed,
-                                      fmt::format("{} is already closed", m.sink->describe())));
+                                      fmt::format("{} is already closed", m.sink_name)));
   }
   if (!m.error && m.frame.content_bytes > 0) m.end_frame_locked(lk);
   m.wait_idle_locked(lk);
@@ -662,11 +666,11 @@ TraceResult<TraceWriteStats> TraceWriter::close(std::span<const std::uint8_t> su
   if (m.worker.joinable()) m.worker.join();
   if (m.pre_worker.joinable()) m.pre_worker.join();
   lk.lock();
-  if (m.error) return std::unexpected(*m.error);
-  if (auto r = m.write_footer(summary); !r) {
-    m.error = r.error();
-    return std::unexpected(r.error());
+  if (!m.error) {
+    if (auto r = m.write_footer(summary); !r) m.error = r.error();
   }
+  m.sink.reset();
+  if (m.error) return std::unexpected(*m.error);
   m.stats.file_bytes = m.file_pos;
   return m.stats;
 }

@@ -146,6 +146,23 @@ TEST_CASE(
   CHECK(read_bytes(partial).size() > 0);  // the input is left as it was
 }
 
+TEST_CASE("vtrace record whose first write fails says that no file is left, and leaves none",
+          "[cli][repair]") {
+  ScratchDir dir("cli-record-nothing");
+  const fs::path out = dir / "contract.vtrace";
+  // A file size limit of 0: the .partial opens and the header's write fails with EFBIG.
+  auto record = run_shell(fmt::format("ulimit -f 0 && {} record -w contract -o {}",
+                                      VTRACE_CLI_PATH, out.string()));
+  INFO(record.output);
+  CHECK(record.code == 2);
+  CHECK(record.output == fmt::format("vtrace: writing the trace failed: cannot write {}.partial: "
+                                     "File too large; nothing had reached the file, and none is "
+                                     "left\n",
+                                     out.string()));
+  CHECK_FALSE(fs::exists(out));
+  CHECK_FALSE(fs::exists(out.string() + ".partial"));
+}
+
 TEST_CASE(
     "vtrace repair of a recording cut at many offsets verifies and replays as far as the cut one",
     "[cli][repair]") {

@@ -4,6 +4,9 @@
 // script (run_script) and its outcome, which every field check reads.
 #include <flatbuffers/idl.h>
 #include <fmt/format.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -761,6 +764,53 @@ void collect_links(const nlohmann::ordered_json& j,
 }
 
 }  // namespace
+
+TEST_CASE("a recording whose file receives no byte says so and leaves no empty .partial") {
+#if defined(__SANITIZE_THREAD__)
+  VTRACE_SKIP("the child starts the writer's threads after a fork, which ThreadSanitizer refuses");
+#endif
+  // In a child with a file size limit of 0 (SIGXFSZ ignored): the .partial opens, and the
+  // writer's first write, the header's, fails with EFBIG. The notice goes to a pipe.
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("vtrace_nothing_written_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const auto path = dir / "t.vtrace";
+  int pipe_fds[2];
+  REQUIRE(::pipe(pipe_fds) == 0);
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    ::close(pipe_fds[0]);
+    ::dup2(pipe_fds[1], STDERR_FILENO);
+    ::signal(SIGXFSZ, SIG_IGN);
+    const struct ::rlimit none {0, 0};
+    if (::setrlimit(RLIMIT_FSIZE, &none) != 0) ::_exit(4);
+    RecorderOptions options;
+    options.failure_notice = "test";
+    auto rec = RecordingRuntime::create(make_reference(), "reference", path, options);
+    if (!rec) ::_exit(5);
+    (void)run_small_workload(**rec);
+    ::_exit((*rec)->close().has_value() ? 0 : 3);
+  }
+  ::close(pipe_fds[1]);
+  std::string said;
+  char buffer[512];
+  for (::ssize_t n; (n = ::read(pipe_fds[0], buffer, sizeof buffer)) > 0;) {
+    said.append(buffer, static_cast<std::size_t>(n));
+  }
+  ::close(pipe_fds[0]);
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  INFO(said);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 3);
+  CHECK(said == fmt::format("vtrace: test: writing the trace failed: cannot write {}.partial: "
+                            "File too large; nothing had reached the file, and none is left\n",
+                            path.string()));
+  CHECK(std::filesystem::is_empty(dir));
+  std::filesystem::remove_all(dir);
+}
 
 TEST_CASE("event_links names every object reference and payload of every event kind") {
   // Checked against the schema itself: the references and payloads a reflection walk finds in

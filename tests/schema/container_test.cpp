@@ -736,6 +736,58 @@ TEST_CASE("a file sink never writes its .partial through a link, a FIFO or a dir
   std::filesystem::remove(target);
 }
 
+TEST_CASE("a file sink that wrote nothing removes its own empty .partial and no other file",
+          "[schema]") {
+  const auto path = temp_path("empty-sink.vtrace");
+  const std::filesystem::path partial = path.string() + ".partial";
+  // Dropped before its first byte: nothing to recover, nothing left.
+  { REQUIRE(vs::open_file_sink(path).has_value()); }
+  CHECK_FALSE(std::filesystem::exists(partial));
+  // A writer refused at create (its header is over the limit) leaves no empty .partial.
+  {
+    auto sink = vs::open_file_sink(path);
+    REQUIRE(sink.has_value());
+    vs::TraceHeaderInfo header;
+    header.metadata.assign(vs::kMaxHeaderBytes + 1, 0x5a);
+    auto writer = vs::TraceWriter::create(std::move(*sink), header);
+    REQUIRE_FALSE(writer.has_value());
+    CHECK(writer.error().kind == vs::TraceErrorKind::kTooLarge);
+  }
+  CHECK_FALSE(std::filesystem::exists(partial));
+  // One byte written: the .partial is what was recorded, and it stays.
+  {
+    auto sink = vs::open_file_sink(path);
+    REQUIRE(sink.has_value());
+    const std::uint8_t byte = 7;
+    REQUIRE((*sink)->write({&byte, 1}).has_value());
+  }
+  CHECK(std::filesystem::file_size(partial) == 1);
+  // The name now holds another file (the sink's was renamed away): that one is not removed.
+  {
+    auto sink = vs::open_file_sink(path);
+    REQUIRE(sink.has_value());
+    std::filesystem::rename(partial, path.string() + ".moved");
+    { std::ofstream(partial) << ""; }
+  }
+  CHECK(std::filesystem::exists(partial));
+  CHECK(std::filesystem::exists(path.string() + ".moved"));
+  std::filesystem::remove(partial);
+  std::filesystem::remove(path.string() + ".moved");
+  CHECK_FALSE(std::filesystem::exists(path));
+}
+
+TEST_CASE("a raw file sink writes a regular file from its start", "[schema]") {
+  const auto path = temp_path("raw-sink.bin");
+  { std::ofstream(path) << "ten bytes!"; }
+  auto sink = vs::open_raw_file_sink(path);
+  REQUIRE(sink.has_value());
+  const std::uint8_t byte = 7;
+  REQUIRE((*sink)->write({&byte, 1}).has_value());
+  REQUIRE((*sink)->commit().has_value());
+  CHECK(std::filesystem::file_size(path) == 1);
+  std::filesystem::remove(path);
+}
+
 TEST_CASE("a file sink opened by a relative name commits beside it after a change of directory",
           "[schema]") {
   const auto home = temp_path("cwd-home");

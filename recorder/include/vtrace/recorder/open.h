@@ -66,7 +66,8 @@
 //   folder). Failures after that never reach the product either; each is said in one sentence
 //   on stderr starting "vtrace: VTRACE_CAPTURE=<path>: " (RecorderOptions::failure_notice):
 //   a trace that cannot be written or finished (at close: it names the .partial file that holds
-//   the events recorded so far and the `vtrace repair` command that finishes it), the first
+//   the events recorded so far and the `vtrace repair` command that finishes it, or says that
+//   nothing reached the file and none is left), the first
 //   flight window that cannot be written, the first journal that cannot be written.
 #pragma once
 

@@ -91,7 +91,8 @@ struct RecorderOptions {
   FlightOptions flight;
   // Failures the product cannot see, reported on stderr: when non-empty, one sentence starting
   // "vtrace: <failure_notice>: " is written when close() fails (it names the .partial file left
-  // and the `vtrace repair` command that finishes it), when the first flight window of the
+  // and the `vtrace repair` command that finishes it, or says that nothing reached the file and
+  // none is left), when the first flight window of the
   // recording cannot be written, and when its first journal cannot be written (later window and
   // journal failures are only counted, FlightStats). open_runtime sets it to
   // "VTRACE_CAPTURE=<path>"; empty (the default) writes nothing: close() and flight_stats()

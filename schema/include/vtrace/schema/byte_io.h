@@ -6,11 +6,14 @@
 //   and TraceReader take theirs over). A file sink or source owns its file descriptor
 //   (open_file_sink's also its folder's, for the rename) and closes it when destroyed. A file
 //   sink destroyed without commit() leaves what it wrote on disk (open_file_sink: the .partial
-//   file, a cut, recoverable trace); it never deletes a file. A file source reads the file it
+//   file, a cut, recoverable trace); an open_file_sink sink destroyed having written nothing
+//   removes its own, still empty .partial file (nothing to recover), and no other file. A file source reads the file it
 //   opened, at the size it had then, even if the name is later replaced. memory_source() owns
 //   the bytes moved into it. write() keeps no reference to its bytes.
 // Thread rules: one thread at a time per object.
-// Errors: TraceErrorKind::kIo with the path and the errno text.
+// Errors: TraceErrorKind::kIo naming the path: a failed system call with the OS's reason
+//   (strerror), or a refusal (a path that is not a regular file, a sink already committed).
+//   read_at past the end or a file that shrank: kTruncated.
 #pragma once
 
 #include <cstdint>
@@ -52,7 +55,8 @@ class ByteSource {
 // points to.
 TraceResult<std::unique_ptr<ByteSink>> open_file_sink(
     const std::filesystem::path& path, std::string_view temporary_suffix = ".partial");
-// Writes to exactly `path` (for /dev/full and pipes in tests); commit() only flushes.
+// Writes to exactly `path` from its start (for /dev/full and pipes in tests): a regular file
+// there is truncated. commit() only closes; nothing is ever removed.
 TraceResult<std::unique_ptr<ByteSink>> open_raw_file_sink(const std::filesystem::path& path);
 TraceResult<std::unique_ptr<ByteSource>> open_file_source(const std::filesystem::path& path);
 std::unique_ptr<ByteSource> memory_source(std::vector<std::uint8_t> bytes, std::string name);

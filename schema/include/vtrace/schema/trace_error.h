@@ -13,7 +13,9 @@
 namespace vtrace::schema {
 
 enum class TraceErrorKind : std::uint8_t {
-  kIo,                 // open/read/write/rename failed (errno text included)
+  kIo,                 // the file or the memory: a failed open/read/write/fsync/rename (the
+                       // path and the OS's reason), a path that is not a regular file, a sink
+                       // used after commit, an allocation or a zstd step that failed
   kNotATrace,          // no vtrace header frame at offset 0
   kUnsupportedVersion, // newer major: "written by format 2.0; this reader reads 1.x"
   kTruncated,          // the file ends inside a frame (a crashed or cut recording)

@@ -17,9 +17,11 @@
 //
 // Ownership: the writer owns the sink from create() on, and two threads of its own (compressor
 //   and pre-compressor, joined by close()). A create() that fails destroys the sink unwritten (a
-//   file sink then leaves its empty temporary file behind). The sink is committed (a file sink's
+//   file sink then removes its empty temporary file). The sink is committed (a file sink's
 //   .partial renamed) only by a close() that succeeds, which the destructor calls when the owner
-//   did not. append_event() and put_blob() copy their bytes before returning.
+//   did not; close() destroys the sink either way, so a failed one leaves what reached the file
+//   (or, if nothing did, no file). append_event() and put_blob() copy their bytes before
+//   returning.
 // Thread rules: all methods are thread-safe (internally serialized); the recorder adds its own
 //   total order on top.
 // Errors: the first sink failure (disk full, I/O error) stops the writer: later calls return
@@ -88,7 +90,8 @@ class TraceWriter {
   TraceResult<BlobId> put_blob(std::span<const std::uint8_t> bytes, std::uint32_t element_bytes);
   TraceResult<void> flush();
   // Ends the last frame, writes the footer (seek index, blob index, totals and `summary`, a
-  // FlatBuffers `vtrace.TraceSummary`) and commits the sink (renames .partial).
+  // FlatBuffers `vtrace.TraceSummary`) and commits the sink (renames .partial); then destroys
+  // the sink, committed or not.
   TraceResult<TraceWriteStats> close(std::span<const std::uint8_t> summary);
 
   bool failed() const;
