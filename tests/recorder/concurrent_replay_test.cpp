@@ -1,10 +1,14 @@
 // A recording made by several threads at once replays on a fresh runtime with no mismatch
-// (trace order is execution order), and capture that cannot start never opens a runtime twice.
+// (trace order is execution order), a recorded call has the wrapped runtime to itself while it
+// runs, and capture that cannot start never opens a runtime twice.
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstdlib>
 #include <filesystem>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -14,6 +18,7 @@
 #include "recorder_test_support.h"
 #include "vtrace/recorder/open.h"
 #include "vtrace/replayer/replay_trace.h"
+#include "vtrace/runtime/forwarding_runtime.h"
 
 using namespace vtrace::recorder::testing;
 using vtrace::recorder::RecordingRuntime;
@@ -180,4 +185,74 @@ TEST_CASE("wrap leaves the runtime with the caller when the recorder cannot be c
   CHECK(inner == nullptr);
   CHECK(&(*wrapped)->inner() == before);
   REQUIRE((*wrapped)->close().has_value());
+}
+
+TEST_CASE("a recorded call has the wrapped runtime to itself: another thread's call waits") {
+  // The wrapped synchronize holds on until the other thread has called the recorder's
+  // create_stream, then gives that call a second to reach the wrapped runtime. The recorder's
+  // order lock keeps it out until synchronize has returned and its events are written; a
+  // recorder without it would let it in (and record its event inside synchronize's).
+  struct Gate {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool armed = false;
+    bool syncing = false;
+    bool calling = false;
+    bool entered = false;
+    bool entered_while_syncing = false;
+  };
+  class Gated final : public rt::ForwardingRuntime {
+   public:
+    Gated(std::unique_ptr<rt::DeviceRuntime> inner, Gate& gate)
+        : ForwardingRuntime(std::move(inner)), gate_(gate) {}
+    rt::Result<void> synchronize(rt::Stream& stream) override {
+      {
+        std::unique_lock lock(gate_.mu);
+        gate_.syncing = true;
+        gate_.cv.notify_all();
+        gate_.cv.wait(lock, [&] { return gate_.calling; });
+        gate_.cv.wait_for(lock, std::chrono::seconds(1), [&] { return gate_.entered; });
+        gate_.entered_while_syncing = gate_.entered;
+        gate_.syncing = false;
+      }
+      return ForwardingRuntime::synchronize(stream);
+    }
+    rt::Result<rt::StreamPtr> create_stream() override {
+      {
+        const std::lock_guard lock(gate_.mu);
+        if (gate_.armed) gate_.entered = true;
+        gate_.cv.notify_all();
+      }
+      return ForwardingRuntime::create_stream();
+    }
+
+   private:
+    Gate& gate_;
+  };
+  Gate gate;
+  auto sink = std::make_shared<MemorySink::State>();
+  auto rec = record_to_memory(std::make_unique<Gated>(make_reference(), gate), sink);
+  auto stream = rec->create_stream();
+  REQUIRE(stream.has_value());
+  {
+    const std::lock_guard lock(gate.mu);
+    gate.armed = true;
+  }
+  std::string other;
+  std::thread caller([&] {
+    {
+      std::unique_lock lock(gate.mu);
+      gate.cv.wait(lock, [&] { return gate.syncing; });
+      gate.calling = true;
+      gate.cv.notify_all();
+    }
+    if (!rec->create_stream()) other = "create_stream failed";
+  });
+  const auto synced = rec->synchronize(**stream);
+  caller.join();
+  CHECK(synced.has_value());
+  CHECK(other.empty());
+  CHECK(gate.entered);
+  CHECK_FALSE(gate.entered_while_syncing);
+  REQUIRE(rec->close().has_value());
 }
