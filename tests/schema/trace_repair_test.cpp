@@ -114,7 +114,10 @@ std::uint64_t replayable_events(const Bytes& input) {
 
 // The repaired bytes verify, hold `events` events equal to the input's first ones, and a summary
 // rebuilt from them.
-void check_repaired(const Bytes& original, const Repaired& r, std::uint64_t events) {
+// Checks `r` against `original`'s first `events` events (a valid, complete trace holding them
+// and their payloads, each stored in the encoding the original used); returns how many of those
+// payloads were stored as byte planes.
+std::uint64_t check_repaired(const Bytes& original, const Repaired& r, std::uint64_t events) {
   INFO((r.report ? std::string() : r.report.error().message));
   REQUIRE(r.report.has_value());
   CHECK(r.report->events_kept == events);
@@ -146,8 +149,23 @@ void check_repaired(const Bytes& original, const Repaired& r, std::uint64_t even
   REQUIRE(summary->repaired() != nullptr);
   CHECK(summary->repaired()->str() == marker);
   CHECK(summary->interrupted_by() == nullptr);
-  // Every payload an event names is there.
+  // Every payload an event names is there, with the original's bytes and encoding.
   CHECK(replayable_events(r.bytes) == events);
+  std::set<vs::BlobId> payloads;
+  for (const Bytes& e : events_of(*in, events)) {
+    for (const vs::BlobId& id : vs::event_links(*vs::event_of(e)).payloads) payloads.insert(id);
+  }
+  std::uint64_t planes = 0;
+  for (const vs::BlobId& id : payloads) {
+    INFO("payload " << id.hex());
+    CHECK(out->blob_encoding(id) == in->blob_encoding(id));
+    const auto kept = out->blob(id);
+    const auto had = in->blob(id);
+    REQUIRE((kept.has_value() && had.has_value()));
+    CHECK(*kept == *had);
+    if (in->blob_encoding(id) == vs::BlobEncoding::kBytePlanes16) ++planes;
+  }
+  return planes;
 }
 
 }  // namespace
@@ -175,7 +193,7 @@ TEST_CASE("repair of a trace cut at any offset keeps every replayable event and 
   auto reader = open_ok(full);
   REQUIRE(reader->frames().size() >= 6);
   const std::uint64_t header_end = 8 + vs::testing::read_u32(full, 4);
-  std::uint64_t repaired = 0, refused = 0;
+  std::uint64_t repaired = 0, refused = 0, planes = 0;
   for (std::uint64_t cut = header_end; cut < full.size(); cut += 97) {
     INFO("cut at " << cut << " of " << full.size());
     const Bytes input(full.begin(), full.begin() + static_cast<std::ptrdiff_t>(cut));
@@ -189,7 +207,7 @@ TEST_CASE("repair of a trace cut at any offset keeps every replayable event and 
       ++refused;
       continue;
     }
-    check_repaired(full, r, expected);
+    planes += check_repaired(full, r, expected);
     CHECK_FALSE(r.report->nothing_to_repair);
     CHECK_FALSE(r.report->events_in_input.has_value());
     // What the cut lost is named: the cut frame's tail, or the events after a lost payload.
@@ -205,6 +223,7 @@ TEST_CASE("repair of a trace cut at any offset keeps every replayable event and 
   }
   CHECK(repaired > 100);
   CHECK(refused >= 1);  // a cut inside the first frame before its first flush keeps nothing
+  CHECK(planes > 0);    // f16 payloads in byte planes were among those compared
 }
 
 TEST_CASE("repair of a cut frame names the frame, the offset of its lost tail and the bytes",
@@ -216,7 +235,7 @@ TEST_CASE("repair of a cut frame names the frame, the offset of its lost tail an
   const Bytes input(full.begin(), full.begin() + static_cast<std::ptrdiff_t>(cut));
   auto cut_reader = open_ok(input);
   const Repaired r = repair(input);
-  check_repaired(full, r, replayable_events(input));
+  (void)check_repaired(full, r, replayable_events(input));
   REQUIRE(r.report->drops.size() >= 1);
   const auto& d = r.report->drops.front();
   CHECK(d.part == vs::RepairDrop::Part::kCutFrame);
@@ -243,7 +262,7 @@ TEST_CASE(
 
   SECTION("with the footer: the frame index says what each lost frame held") {
     const Repaired r = repair(damaged);
-    check_repaired(full, r, frames[2].first_event);
+    (void)check_repaired(full, r, frames[2].first_event);
     REQUIRE(r.report->events_in_input.has_value());
     CHECK(*r.report->events_in_input == reader->event_count());
     REQUIRE(r.report->drops.size() == 2);
@@ -285,7 +304,7 @@ TEST_CASE(
     // The reader alone cannot open it: its recovery scan meets the damaged frame.
     CHECK_FALSE(vs::TraceReader::open(vs::memory_source(input, "in.vtrace")).has_value());
     const Repaired r = repair(input);
-    check_repaired(full, r, frames[2].first_event);
+    (void)check_repaired(full, r, frames[2].first_event);
     CHECK_FALSE(r.report->events_in_input.has_value());
     REQUIRE(r.report->drops.size() == 1);
     const auto& d = r.report->drops[0];
@@ -306,7 +325,7 @@ TEST_CASE("repair of a trace whose footer is damaged keeps every event and repla
   Bytes damaged = full;
   damaged[foff + 20] ^= 0x01;  // inside the footer table: its checksum no longer matches
   const Repaired r = repair(damaged);
-  check_repaired(full, r, reader->event_count());
+  (void)check_repaired(full, r, reader->event_count());
   CHECK(r.report->input_state.find(fmt::format("footer at offset {} is damaged", foff)) !=
         std::string::npos);
   REQUIRE(r.report->drops.size() == 1);
@@ -347,7 +366,7 @@ TEST_CASE("repair of a trace that lost a payload keeps the events before the one
     FAIL("no blob record in the frame");
   });
   const Repaired r = repair(changed);
-  check_repaired(full, r, reader->frames()[frame].first_event);
+  (void)check_repaired(full, r, reader->frames()[frame].first_event);
   REQUIRE_FALSE(r.report->drops.empty());
   CHECK(r.report->drops[0].part == vs::RepairDrop::Part::kDamagedFrame);
   CHECK(r.report->drops[0].frame_index == std::optional<std::uint64_t>(frame));
@@ -360,7 +379,7 @@ TEST_CASE("repair of a 1.0 trace keeps the 1.0 layout", "[schema][repair]") {
   REQUIRE(reader->header().format_minor == 0);
   const Bytes input(full.begin(), full.begin() + static_cast<std::ptrdiff_t>(full.size() - 100));
   const Repaired r = repair(input);
-  check_repaired(full, r, replayable_events(input));
+  (void)check_repaired(full, r, replayable_events(input));
   CHECK(open_ok(r.bytes)->header().format_minor == 0);
 }
 
@@ -440,7 +459,7 @@ TEST_CASE(
   REQUIRE((*w)->close({}).has_value());
 
   const Repaired r = repair(written);
-  check_repaired(written, r, *lost);
+  (void)check_repaired(written, r, *lost);
   // The flushed but unfinished last frame, then the events cut off at the lost payload.
   REQUIRE(r.report->drops.size() == 2);
   CHECK(r.report->drops[0].part == vs::RepairDrop::Part::kCutFrame);
