@@ -400,6 +400,11 @@ bool RecordingRuntime::State::listens_for_signal() const {
 void RecordingRuntime::State::start_signal_handlers() {
   if (options.flight.window_on_crash) {
     crash_window_registered = detail::acquire_crash_window(this, &State::write_crash_window);
+    if (!crash_window_registered) {
+      notice(fmt::format("no crash window for this recording: at most {} flight recorders of a "
+                         "process hold one at once; its other triggers and its journal work",
+                         detail::kCrashWriters));
+    }
   }
   if (!listens_for_signal()) return;
   detail::acquire_window_signal();
@@ -423,6 +428,7 @@ std::optional<FlightStats> RecordingRuntime::State::flight_stats() const {
   if (!flight) return std::nullopt;
   auto s = flight->stats();
   s.last_error = last_window_error;
+  s.crash_window_armed = crash_window_registered;
   return s;
 }
 

@@ -145,6 +145,45 @@ std::vector<char> file_bytes(const std::filesystem::path& path) {
 
 }  // namespace
 
+TEST_CASE("at most 32 flight recordings hold a crash window at once, and one past them says so") {
+  const auto dir = fresh_dir("vtrace_flight_crash_slots");
+  const auto err_file = dir / "stderr.txt";
+  std::vector<std::unique_ptr<RecordingRuntime>> held;
+  auto open_one = [&](int n) {
+    RecorderOptions options = flight_options(4);
+    options.failure_notice = fmt::format("r{}", n);
+    auto rec = RecordingRuntime::create(make_reference(), "reference",
+                                        dir / fmt::format("w{}.vtrace", n), options);
+    REQUIRE(rec.has_value());
+    return std::move(*rec);
+  };
+  std::string said;
+  {
+    StderrCapture err(err_file);
+    for (int n = 0; n < 33; ++n) held.push_back(open_one(n));
+    said = err.text();
+  }
+  for (std::size_t n = 0; n < 32; ++n) CHECK(held[n]->flight_stats()->crash_window_armed);
+  CHECK_FALSE(held[32]->flight_stats()->crash_window_armed);
+  CHECK(said ==
+        "vtrace: r32: no crash window for this recording: at most 32 flight recorders of a "
+        "process hold one at once; its other triggers and its journal work\n");
+  // A closed recording frees its slot for the next one.
+  REQUIRE(held[0]->close().has_value());
+  auto next = open_one(33);
+  CHECK(next->flight_stats()->crash_window_armed);
+  // Without window_on_crash, no slot is taken and none is armed.
+  RecorderOptions off = flight_options(4);
+  off.flight.window_on_crash = false;
+  auto quiet = RecordingRuntime::create(make_reference(), "reference", dir / "off.vtrace", off);
+  REQUIRE(quiet.has_value());
+  CHECK_FALSE((*quiet)->flight_stats()->crash_window_armed);
+  held.clear();
+  next.reset();
+  quiet->reset();
+  std::filesystem::remove_all(dir);
+}
+
 TEST_CASE("flight: a window written mid-run holds the last N batches and replays on its own") {
   const auto dir = fresh_dir("vtrace_flight_window_test");
   const auto path = dir / "w.vtrace";

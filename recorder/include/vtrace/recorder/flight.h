@@ -108,7 +108,8 @@ struct FlightOptions {
   // crash that corrupted the recorder's memory, or happened while another thread held a lock
   // the writer needs, gives no window (the child is killed after 20 s); `journal` is the
   // guarantee. Counts against max_windows like any trigger. In a mid-run capture it writes what
-  // the capture holds once it has started.
+  // the capture holds once it has started. At most 32 recordings of a process hold a crash
+  // window at once (FlightStats::crash_window_armed says whether this one does).
   bool window_on_crash = true;
   // Crash safety that does not depend on the dying process: keep the window on disk as it is
   // recorded, in "<stem>.journal-1<ext>" and
@@ -149,6 +150,10 @@ struct FlightStats {
   std::uint32_t windows_not_written = 0;  // triggers past max_windows, or a failed write
   std::string last_error;  // why the last window (or checkpoint) was not written; empty if none
   std::vector<WrittenWindow> windows;  // the windows written, in order
+  // Whether a fatal signal writes this recording's window: window_on_crash, and one of the 32
+  // crash slots of the process was free when the recording started (a recording past them gets
+  // none, says so once through RecorderOptions::failure_notice, and keeps its other triggers).
+  bool crash_window_armed = false;
 };
 
 }  // namespace vtrace::recorder
