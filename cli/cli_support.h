@@ -127,6 +127,7 @@ std::string partial_note(const std::string& output);
 // Every `reproduce:` line is shell words (vtrace/replayer/shell_words.h: one rule for the CLI's
 // lines, the replayer's and the HTML report's).
 using replayer::path_argument;
+using replayer::open_option_words;
 using replayer::shell_command;
 using replayer::shell_quote;
 

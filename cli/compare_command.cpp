@@ -104,6 +104,7 @@ int run_compare(const CompareCommandOptions& o, const GlobalOptions& global) {
                      "--check", o.check});
   if (o.deep) reproduce += " --deep";
   if (o.resync) reproduce += " --resync";
+  reproduce += open_option_words(options.open);
   if (!global.quiet || !report->matched()) print_drift_report(*report, reproduce);
   flush_stdout();
   if (o.json && !write_json_report(*o.json, report->to_json())) return kExitUsage;

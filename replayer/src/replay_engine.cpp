@@ -62,7 +62,8 @@ ReplayReport execute_plan(const ReplayPlan& plan, runtime::DeviceRuntime& runtim
                  std::move(text.actual),
                  shell_command({"vtrace", "replay", path_argument(options.trace_label), "--events",
                                 fmt::format("{}:{}", s.ordinal, s.ordinal + 1), "--runtime",
-                                options.runtime_name, "--check", options.check.to_string()}),
+                                options.runtime_name, "--check", options.check.to_string()}) +
+                     open_option_words(options.runtime_open),
                  std::move(difference)};
       if (observer) observer->on_mismatch(m);
       if (report.mismatches.size() < options.max_mismatches) {

@@ -88,6 +88,7 @@ std::expected<ReplayReport, ReplayFailure> replay_trace(const std::filesystem::p
   if (!target) return std::unexpected(target.error());
   if (replay.trace_label.empty()) replay.trace_label = trace.string();
   if (replay.runtime_name.empty()) replay.runtime_name = name;
+  replay.runtime_open = options.open;
   return execute_plan(*plan, *target->runtime, *target->auxiliary, replay, observer);
 }
 

@@ -30,4 +30,14 @@ std::string shell_command(std::initializer_list<std::string> words) {
   return line;
 }
 
+std::string open_option_words(const runtime::RuntimeOpenOptions& open) {
+  std::string words;
+  if (open.threads != 0) words += " " + shell_command({"--threads", std::to_string(open.threads)});
+  if (!open.isa.empty()) words += " " + shell_command({"--isa", open.isa});
+  if (open.device_memory_bytes != 0) {
+    words += " " + shell_command({"--device-memory", std::to_string(open.device_memory_bytes)});
+  }
+  return words;
+}
+
 }  // namespace vtrace::replayer

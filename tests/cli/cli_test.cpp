@@ -675,6 +675,40 @@ TEST_CASE(
             .code == 125);
 }
 
+TEST_CASE("reproduce lines carry how the runtimes were opened, and reproduce as printed",
+          "[cli]") {
+  vtrace::test::ScratchDir dir("cli-reproduce-open");
+  const auto trace = (dir / "long.vtrace").string();
+  auto record = run_vtrace(fmt::format(
+      "record --workload decode --hidden 48 --ffn 1024 --layers 2 --participants 2 --steps 2 -o {}",
+      trace));
+  REQUIRE(record.code == 0);
+  auto compared = run_vtrace(fmt::format(
+      "compare {} --runtimes reference,cpu-splitk --threads 2 --isa portable --device-memory 1GiB",
+      trace));
+  INFO(compared.output);
+  CHECK(compared.code == 1);
+  CHECK_THAT(compared.output,
+             Catch::Contains(fmt::format("reproduce: vtrace compare {} --runtimes "
+                                         "reference,cpu-splitk --check bits --threads 2 --isa "
+                                         "portable --device-memory 1073741824\n",
+                                         trace)));
+  auto replayed = run_vtrace(
+      fmt::format("replay {} --runtime cpu-splitk --threads 3 --device-memory 64MiB", trace));
+  INFO(replayed.output);
+  CHECK(replayed.code == 1);
+  const auto at = replayed.output.find("reproduce: vtrace replay ");
+  REQUIRE(at != std::string::npos);
+  const std::size_t from = at + std::string_view("reproduce: vtrace ").size();
+  const auto line = replayed.output.substr(from, replayed.output.find('\n', at) - from);
+  CHECK(line.ends_with(" --runtime cpu-splitk --check bits --threads 3 --device-memory 67108864"));
+  // The line, run as printed, shows the same mismatch.
+  auto again = run_vtrace(line);
+  INFO(again.output);
+  CHECK(again.code == 1);
+  CHECK_THAT(again.output, Catch::Contains("verdict: mismatch"));
+}
+
 TEST_CASE("vtrace replay --repeat N compares the runs and says they are identical", "[cli]") {
   auto run =
       run_vtrace(fmt::format("replay {} --runtime cpu --repeat 3", golden("decode-short-v1.2")));

@@ -28,6 +28,7 @@
 #include "vtrace/replayer/readback_check.h"
 #include "vtrace/replayer/replay_plan.h"
 #include "vtrace/replayer/replay_report.h"
+#include "vtrace/runtime/registry.h"
 
 namespace vtrace::replayer {
 
@@ -39,6 +40,9 @@ struct ReplayOptions {
   // For the report and the reproduce lines.
   std::string trace_label;
   std::string runtime_name;
+  // How the runtime was opened, appended to each reproduce line (open_option_words,
+  // shell_words.h): a line without --threads or --device-memory could replay differently.
+  runtime::RuntimeOpenOptions runtime_open{};
 };
 
 // Sees replay as it goes. Default methods do nothing.

@@ -6,6 +6,8 @@
 #include <initializer_list>
 #include <string>
 
+#include "vtrace/runtime/registry.h"
+
 namespace vtrace::replayer {
 
 // `word` unchanged when it holds only characters no shell treats specially (letters, digits and
@@ -17,5 +19,10 @@ std::string shell_quote(const std::string& word);
 std::string path_argument(const std::string& path);
 // The words shell_quote'd, joined by single spaces.
 std::string shell_command(std::initializer_list<std::string> words);
+// How a runtime was opened, as the options a reproduce line appends so its runtime is opened the
+// same way: " --threads N", " --isa NAME" and " --device-memory BYTES" for the fields that are
+// set (non-zero, non-empty), quoted; "" when none is. device_id is not an option (a replay
+// numbers its devices itself).
+std::string open_option_words(const runtime::RuntimeOpenOptions& open);
 
 }  // namespace vtrace::replayer
