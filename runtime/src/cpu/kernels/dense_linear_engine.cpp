@@ -80,7 +80,7 @@ class Floats {
 // on 1x4096x11008 (equal on 8x4096x4096): the avx512 path runs them with its AVX2 set (an
 // AVX-512 CPU has AVX2; the bits are the same on every set).
 const KernelSet& small_rows_kernel_set(Isa isa) {
-  return isa == Isa::kAvx512 ? kernels::avx2_kernel_set() : kernels::kernel_set(isa);
+  return kernels::kernel_set(isa == Isa::kAvx512 ? Isa::kAvx2F16c : isa);
 }
 
 std::size_t ceil_div(std::size_t a, std::size_t b) { return (a + b - 1) / b; }
@@ -98,10 +98,16 @@ const KernelSet& kernels::kernel_set(Isa isa) {
   switch (isa) {
     case Isa::kPortable:
       break;
+#if VTRACE_X86_KERNELS
     case Isa::kAvx2F16c:
       return avx2_kernel_set();
     case Isa::kAvx512:
       return avx512_kernel_set();
+#else
+    case Isa::kAvx2F16c:
+    case Isa::kAvx512:
+      break;
+#endif
   }
   return portable_kernel_set();
 }

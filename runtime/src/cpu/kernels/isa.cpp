@@ -1,9 +1,13 @@
-// Instruction-path names and run-time detection (CPUID + XGETBV), for dense_linear_cpu.h.
-#include <cpuid.h>
-
+// Instruction-path names and run-time detection (CPUID + XGETBV on x86; elsewhere only the
+// portable path exists), for dense_linear_cpu.h.
 #include <cstdint>
 
 #include "cpu/dense_linear_cpu.h"
+#include "cpu/kernels/kernel_set.h"
+
+#if VTRACE_X86_KERNELS
+#include <cpuid.h>
+#endif
 
 namespace vtrace::runtime::cpu {
 
@@ -14,6 +18,7 @@ struct CpuFeatures {
   bool avx512 = false;         // AVX-512 F/VL/BW/DQ, ZMM/opmask state enabled by the OS
 };
 
+#if VTRACE_X86_KERNELS
 std::uint64_t xgetbv0() {
   std::uint32_t lo = 0;
   std::uint32_t hi = 0;
@@ -44,6 +49,9 @@ CpuFeatures probe() {
   f.avx512 = f.avx2_fma_f16c && zmm_state && avx512f && avx512dq && avx512bw && avx512vl;
   return f;
 }
+#else
+CpuFeatures probe() { return {}; }
+#endif
 
 const CpuFeatures& features() {
   static const CpuFeatures cached = probe();

@@ -60,11 +60,22 @@ void fill_micro(KernelSet& set, std::index_sequence<Row...> /*rows*/ = {}) {
   }
 }
 
+// The x86 sets exist only where the compiler targets x86 (their files compile to nothing
+// elsewhere, and isa_supported says only portable is): the portable path builds anywhere.
+#if defined(__x86_64__) || defined(__i386__)
+#define VTRACE_X86_KERNELS 1
+#else
+#define VTRACE_X86_KERNELS 0
+#endif
+
 // Each defined in its own file; only call the one whose ISA is supported (isa_supported).
 const KernelSet& portable_kernel_set();  // kernels_portable.cpp
+#if VTRACE_X86_KERNELS
 const KernelSet& avx2_kernel_set();      // kernels_avx2.cpp
 const KernelSet& avx512_kernel_set();    // kernels_avx512.cpp (reuses the AVX2 pack/convert)
-// The set of an instruction path (dense_linear_engine.cpp): one of the three above.
+#endif
+// The set of an instruction path (dense_linear_engine.cpp): one of the three above (portable for
+// every path where VTRACE_X86_KERNELS is 0).
 const KernelSet& kernel_set(Isa isa);
 
 }  // namespace vtrace::runtime::cpu::kernels

@@ -2,11 +2,12 @@
 // Every function that uses intrinsics carries the target attribute (no per-file -m flags, so no
 // AVX code can leak into callers through shared inline functions). Anonymous namespace: the
 // template instantiations have internal linkage.
-#include <immintrin.h>
-
 #include <cstring>
 
 #include "cpu/kernels/kernel_set.h"
+
+#if VTRACE_X86_KERNELS
+#include <immintrin.h>
 
 #ifndef VTRACE_PF_HINT
 #define VTRACE_PF_HINT _MM_HINT_T0
@@ -214,3 +215,5 @@ const KernelSet& avx2_kernel_set() {
 }
 
 }  // namespace vtrace::runtime::cpu::kernels
+
+#endif  // VTRACE_X86_KERNELS

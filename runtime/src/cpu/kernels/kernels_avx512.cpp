@@ -2,9 +2,10 @@
 // the same accumulator layout and k order. Packing, input conversion, the split-k add and the
 // output conversion are the AVX2 ones (an AVX-512 CPU has AVX2; isa_supported(kAvx512)
 // requires both), called through avx2_kernel_set().
-#include <immintrin.h>
-
 #include "cpu/kernels/kernel_set.h"
+
+#if VTRACE_X86_KERNELS
+#include <immintrin.h>
 
 #define VTRACE_AVX512 __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,fma,f16c")))
 
@@ -80,3 +81,5 @@ const KernelSet& avx512_kernel_set() {
 }
 
 }  // namespace vtrace::runtime::cpu::kernels
+
+#endif  // VTRACE_X86_KERNELS
