@@ -11,6 +11,7 @@
 #include <cstdio>
 
 #include <algorithm>
+#include <cfenv>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -458,6 +459,66 @@ void check_micro_kernels(Isa isa) {
   } while (false)
 
 }  // namespace
+
+TEST_CASE("cpu kernels: every worker computes in the caller's floating-point environment") {
+  // Engines made in the default rounding mode, run after the caller rounds upward: the tasks of
+  // the 4-thread engine's workers must round as the caller does, as the 1-thread engine (all on
+  // the caller) and the reference model do.
+  struct RestoreRounding {
+    ~RestoreRounding() { std::fesetround(FE_TONEAREST); }
+  } restore;
+  const DenseLinearShape s{4, 1024, 512};
+  std::mt19937_64 rng(0x5EED0007);
+  const Bytes in = gaussian(s.rows * s.in_features, rng);
+  const Bytes w = gaussian(s.out_features * s.in_features, rng, 0.25f);
+  for (const Isa isa : {Isa::kPortable, Isa::kAvx2F16c, Isa::kAvx512}) {
+    if (!vr::cpu::isa_supported(isa)) continue;
+    INFO(vr::cpu::isa_name(isa));
+    DenseLinearEngine one(1, isa);
+    DenseLinearEngine four(4, isa);
+    REQUIRE(four.threads() == 4);
+    REQUIRE(std::fesetround(FE_UPWARD) == 0);
+    const Bytes want = reference(in, w, s);
+    const Bytes by_one = run(one, Kernel::kExact, in, w, s);
+    const Bytes by_four = run(four, Kernel::kExact, in, w, s);
+    const Bytes split_one = run(one, Kernel::kSplitK, in, w, s);
+    const Bytes split_four = run(four, Kernel::kSplitK, in, w, s);
+    REQUIRE(std::fesetround(FE_TONEAREST) == 0);
+    CHECK(count_diffs(want, reference(in, w, s)) > 0);  // the mode changes these results
+    require_same_bits(by_one, want, s);
+    require_same_bits(by_four, want, s);
+    CHECK(count_diffs(split_one, split_four) == 0);
+  }
+}
+
+TEST_CASE("cpu kernels: an engine used in a child forked after its workers started runs there") {
+#if defined(__SANITIZE_THREAD__)
+  VTRACE_SKIP("ThreadSanitizer does not follow a fork of a process with threads");
+#else
+  // The child has none of the workers: a launch that waited for them would never return.
+  const DenseLinearShape s{4, 256, 64};
+  std::mt19937_64 rng(0x5EED0008);
+  const Bytes in = gaussian(s.rows * s.in_features, rng);
+  const Bytes w = gaussian(s.out_features * s.in_features, rng, 0.25f);
+  const Bytes want = reference(in, w, s);
+  DenseLinearEngine two(2, vr::cpu::detect_isa());
+  REQUIRE(two.threads() == 2);
+  require_same_bits(run(two, Kernel::kExact, in, w, s), want, s);
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    ::alarm(10);  // a hang ends as SIGALRM
+    Bytes out(want.size());
+    const bool ran = two.dense_linear_exact(in.data(), w.data(), out.data(), s);
+    ::_exit(!ran ? 2 : out == want ? 0 : 3);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  INFO("wait status " << status);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+#endif
+}
 
 TEST_CASE("cpu kernels: ISA names round-trip and detection picks a supported path") {
   for (const Isa isa : {Isa::kPortable, Isa::kAvx2F16c, Isa::kAvx512}) {

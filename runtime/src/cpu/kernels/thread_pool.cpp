@@ -1,11 +1,13 @@
 #include "cpu/kernels/thread_pool.h"
 
+#include <unistd.h>
+
 #include <new>
 #include <system_error>
 
 namespace vtrace::runtime::cpu::kernels {
 
-ThreadPool::ThreadPool(unsigned threads) : size_(threads == 0 ? 1 : threads) {
+ThreadPool::ThreadPool(unsigned threads) : size_(threads == 0 ? 1 : threads), owner_(::getpid()) {
   try {
     workers_.reserve(size_ - 1);
     for (unsigned w = 1; w < size_; ++w) workers_.emplace_back([this, w] { worker_loop(w); });
@@ -23,8 +25,17 @@ ThreadPool::~ThreadPool() {
     stop_ = true;
   }
   start_.notify_all();
-  for (auto& t : workers_) t.join();
+  const bool owner = in_owner_process();
+  for (auto& t : workers_) {
+    if (owner) {
+      t.join();
+    } else {
+      t.detach();
+    }
+  }
 }
+
+bool ThreadPool::in_owner_process() const { return ::getpid() == owner_; }
 
 void ThreadPool::drain(unsigned worker) {
   for (;;) {
@@ -36,7 +47,7 @@ void ThreadPool::drain(unsigned worker) {
 
 void ThreadPool::run_erased(std::size_t tasks, void* ctx, Call call) {
   if (tasks == 0) return;
-  if (workers_.empty() || tasks == 1) {
+  if (workers_.empty() || tasks == 1 || !in_owner_process()) {
     for (std::size_t t = 0; t < tasks; ++t) call(ctx, t, 0);
     return;
   }
@@ -45,6 +56,7 @@ void ThreadPool::run_erased(std::size_t tasks, void* ctx, Call call) {
     ctx_ = ctx;
     call_ = call;
     tasks_ = tasks;
+    std::fegetenv(&env_);
     next_.store(0, std::memory_order_relaxed);
     busy_ = static_cast<unsigned>(workers_.size());
     ++generation_;
@@ -63,6 +75,7 @@ void ThreadPool::worker_loop(unsigned worker) {
       start_.wait(lock, [&] { return stop_ || generation_ != seen; });
       if (stop_) return;
       seen = generation_;
+      std::fesetenv(&env_);
     }
     drain(worker);
     bool last = false;

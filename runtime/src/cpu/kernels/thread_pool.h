@@ -3,14 +3,21 @@
 // ThreadPool(n) starts n-1 worker threads; run() executes fn(task, worker) for every task in
 // [0, tasks) on the workers and the calling thread (worker 0), handing tasks out dynamically,
 // and returns when all are done. `worker` is in [0, size()) and identifies the thread, so callers
-// can give each one its own scratch. No allocation per run.
+// can give each one its own scratch. No allocation per run. Every task runs in the caller's
+// floating-point environment (rounding mode, MXCSR: fegetenv at run(), fesetenv on each worker),
+// so results never depend on which thread ran a task. In a child process forked after the pool
+// started (its workers do not exist there), run() runs every task on the calling thread, and the
+// destructor lets the workers go (it cannot join threads of another process).
 // Ownership: the pool owns its threads and joins them in the destructor (none is detached).
 // Errors: a worker the system refuses to start (std::thread throws) ends the starting: the pool
 //   runs with the workers it has (size() says how many, start_failure() why) and never throws.
 // Thread rules: run() is called by one thread at a time; fn must not throw (std::terminate).
 #pragma once
 
+#include <sys/types.h>
+
 #include <atomic>
+#include <cfenv>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -46,7 +53,11 @@ class ThreadPool {
   void worker_loop(unsigned worker);
   void drain(unsigned worker);
 
+  // Whether this is the process that started the workers (false in a forked child).
+  bool in_owner_process() const;
+
   unsigned size_;
+  pid_t owner_;  // getpid() when the workers started
   std::string start_failure_;
   std::vector<std::thread> workers_;
   std::mutex mutex_;
@@ -59,6 +70,7 @@ class ThreadPool {
   void* ctx_ = nullptr;
   Call call_ = nullptr;
   std::size_t tasks_ = 0;
+  std::fenv_t env_{};  // the caller's floating-point environment
   std::atomic<std::size_t> next_{0};
 };
 
