@@ -23,13 +23,69 @@ using drift::PairResult;
 constexpr std::array<DriftClass, 6> kClasses = {
     DriftClass::kBitwise, DriftClass::kWithin1Ulp, DriftClass::kWithinTolerance,
     DriftClass::kNanInf,  DriftClass::kDrift,      DriftClass::kStructural};
+// The structural-differences table shows the first this many (the JSON report has them all).
+constexpr std::size_t kStructuralRows = 100;
 constexpr std::array<const char*, 6> kColors = {"#1f77b4", "#d62728", "#2ca02c",
                                                 "#9467bd", "#ff7f0e", "#8c564b"};
 
+// How the UTF-8 sequence at the start of `text` reads: `valid` bytes (1 to 4) of one code point,
+// or (valid 0) an invalid prefix of `invalid` bytes: a byte that starts no sequence, or a lead
+// and the continuation bytes that fit it before one that does not (or the end). One U+FFFD per
+// such maximal subpart is the WHATWG decoder's rule, and nlohmann::json's with
+// error_handler_t::replace, which the JSON reports use.
+struct Utf8Read {
+  std::size_t valid = 0;
+  std::size_t invalid = 0;
+};
+
+Utf8Read read_utf8(std::string_view text) {
+  const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(text[i]); };
+  const unsigned char lead = byte(0);
+  if (lead < 0x80) return {1, 0};
+  std::size_t length = 0;
+  unsigned char low = 0x80, high = 0xBF;  // the range of the second byte
+  if (lead >= 0xC2 && lead <= 0xDF) {
+    length = 2;
+  } else if (lead >= 0xE0 && lead <= 0xEF) {
+    length = 3;
+    if (lead == 0xE0) low = 0xA0;   // no overlong form
+    if (lead == 0xED) high = 0x9F;  // no surrogate
+  } else if (lead >= 0xF0 && lead <= 0xF4) {
+    length = 4;
+    if (lead == 0xF0) low = 0x90;   // no overlong form
+    if (lead == 0xF4) high = 0x8F;  // nothing past U+10FFFF
+  } else {
+    return {0, 1};  // 0x80-0xC1, 0xF5-0xFF start no sequence
+  }
+  for (std::size_t i = 1; i < length; ++i) {
+    if (i >= text.size()) return {0, i};
+    const unsigned char b = byte(i);
+    if (b < (i == 1 ? low : 0x80) || b > (i == 1 ? high : 0xBF)) return {0, i};
+  }
+  return {length, 0};
+}
+
+// Text as HTML character data or an attribute value: the five markup characters as references,
+// each maximal invalid UTF-8 subpart as U+FFFD (the page says charset utf-8), C0 controls other
+// than tab and newline, and DEL, as numeric references (NUL as U+FFFD, which HTML makes of
+// &#0;). The JSON reports write the same text with the same U+FFFD replacements.
 std::string escape(std::string_view text) {
   std::string out;
   out.reserve(text.size());
-  for (const char c : text) {
+  while (!text.empty()) {
+    const char c = text.front();
+    const Utf8Read read = read_utf8(text);
+    if (read.valid == 0) {
+      out += "\xEF\xBF\xBD";  // U+FFFD
+      text.remove_prefix(read.invalid);
+      continue;
+    }
+    if (read.valid > 1) {
+      out.append(text.substr(0, read.valid));
+      text.remove_prefix(read.valid);
+      continue;
+    }
+    text.remove_prefix(1);
     switch (c) {
       case '&':
         out += "&amp;";
@@ -46,8 +102,19 @@ std::string escape(std::string_view text) {
       case '\'':
         out += "&#39;";
         break;
-      default:
+      case '\t':
+      case '\n':
         out += c;
+        break;
+      case '\0':
+        out += "\xEF\xBF\xBD";
+        break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7F) {
+          out += fmt::format("&#x{:X};", static_cast<unsigned>(static_cast<unsigned char>(c)));
+        } else {
+          out += c;
+        }
     }
   }
   return out;
@@ -156,13 +223,47 @@ class Page {
                        : fmt::format("{} ({} regions written by {} commands, {} readbacks)",
                                      n.results, n.regions, n.commands, n.readbacks));
     if (r_.resync) {
-      row("introduced error", fmt::format("{} of {} commands introduce error, {} only carry it in",
-                                          n.commands_introducing, n.commands,
-                                          n.commands_carrying_only));
+      row("introduced error",
+          fmt::format("{} of {} commands introduce error, {} only carry it in",
+                      n.commands_introducing, n.commands, n.commands_carrying_only));
     }
-    row("verdict", fmt::format("<b class=\"verdict-{0}\">{0}</b>", r_.verdict()));
+    // A recovered (cut) trace qualifies the verdict, as the text and the JSON do.
+    const std::string incomplete =
+        r_.complete() ? ""
+                      : fmt::format(" (incomplete trace: {} recovered events compared)", r_.events);
+    row("verdict", fmt::format("<b class=\"verdict-{0}\">{0}</b>{1}", r_.verdict(), incomplete));
+    if (!r_.complete()) row("recovered", recovered_text());
+    if (!r_.unfinished_submits.empty()) {
+      std::string events;
+      for (const auto begin : r_.unfinished_submits) {
+        events += fmt::format("{}{}", events.empty() ? "" : ", ", begin);
+      }
+      row("unfinished submits",
+          fmt::format("SubmitBegin at event {} has no SubmitEnd (the recording ended inside the "
+                      "submit): re-executed, its outcome not compared",
+                      events));
+    }
     if (!o_.reproduce.empty()) row("reproduce", "<code>" + escape(o_.reproduce) + "</code>");
     out_ << "</table></section>\n";
+  }
+
+  // Per recovered input trace (diff: labelled a or b): the reader's note, how many events were
+  // used, and where the plan stopped before a payload the cut lost.
+  std::string recovered_text() const {
+    std::string text;
+    for (std::size_t i = 0; i < r_.recovered.size(); ++i) {
+      if (!r_.recovered[i]) continue;
+      const auto& t = *r_.recovered[i];
+      if (!text.empty()) text += "<br>";
+      if (r_.recovered.size() > 1 && i < r_.runtimes.size()) text += escape(r_.runtimes[i]) + ": ";
+      text += fmt::format("<code>{}</code>: {}; {} recovered events used", escape(t.path),
+                          escape(t.recovery.note), t.events);
+      if (t.recovery.stopped_at) {
+        text += fmt::format("; stops before event {} because {}", *t.recovery.stopped_at,
+                            escape(t.recovery.stop_reason));
+      }
+    }
+    return text;
   }
 
   const CommandComparison* first_command() const {
@@ -309,7 +410,7 @@ class Page {
     out_ << fmt::format(
         "<figure><figcaption>{}</figcaption><svg class=\"histogram\" "
         "xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\">",
-        what, kW, kH);
+        escape(what), kW, kH);
     for (std::size_t b = 0; b < counts.size(); ++b) {
       // Log scale, so one differing element among millions still shows.
       const double h = 100.0 * std::log10(1.0 + static_cast<double>(counts[b])) /
@@ -319,7 +420,7 @@ class Page {
           "<rect x=\"{:.0f}\" y=\"{:.1f}\" width=\"{}\" height=\"{:.1f}\" fill=\"{}\">"
           "<title>{}: {}</title></rect><text x=\"{:.0f}\" y=\"{}\" text-anchor=\"middle\">{}"
           "</text><text x=\"{:.0f}\" y=\"{:.1f}\" text-anchor=\"middle\">{}</text>",
-          x, 115 - h, kBar - 8, h, fill, names[b], counts[b], x + (kBar - 8) / 2, 135,
+          x, 115 - h, kBar - 8, h, fill, escape(names[b]), counts[b], x + (kBar - 8) / 2, 135,
           escape(names[b]), x + (kBar - 8) / 2, 112 - h, counts[b]);
     }
     out_ << "</svg></figure>\n";
@@ -381,7 +482,8 @@ class Page {
     }
     out_ << "<table><thead><tr><th>event</th><th>call</th><th>runtime</th><th>against</th>"
             "<th>kind</th><th>expected</th><th>actual</th></tr></thead><tbody>\n";
-    for (std::size_t i = 0; i < std::min<std::size_t>(100, r_.structural.size()); ++i) {
+    const std::size_t shown = std::min(kStructuralRows, r_.structural.size());
+    for (std::size_t i = 0; i < shown; ++i) {
       const auto& d = r_.structural[i];
       out_ << fmt::format(
           "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></"
@@ -389,7 +491,13 @@ class Page {
           d.event, escape(d.call), escape(d.runtime), escape(d.against), escape(d.kind),
           escape(d.expected), escape(d.actual));
     }
-    out_ << "</tbody></table></section>\n";
+    out_ << "</tbody></table>\n";
+    if (shown < r_.structural.size()) {
+      out_ << fmt::format(
+          "<p id=\"structural-more\">... and {} more (all in --json <code>structural</code>)</p>\n",
+          r_.structural.size() - shown);
+    }
+    out_ << "</section>\n";
   }
 
   void commands() {

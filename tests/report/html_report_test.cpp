@@ -1,6 +1,8 @@
 // The HTML comparison report (vtrace/report/html_report.h): its sections and facts for a match, a
-// drift and a --resync comparison, escaping, no external resource; and, when Chromium is
-// installed, the page rendered headless without a script error (a screenshot is kept).
+// drift and a --resync comparison, a recovered (cut) trace, escaping (markup, invalid UTF-8 and
+// controls as the JSON writer replaces them, well-formed SVG), the structural table's cap, no
+// external resource; and, when Chromium is installed, the page rendered headless without a
+// script error (a screenshot is kept).
 #include "vtrace/report/html_report.h"
 
 #include <fmt/format.h>
@@ -8,13 +10,17 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <cctype>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <regex>
 #include <sstream>
 
 #include "support/test_support.h"
+#include "trace_fixtures.h"
 #include "vtrace/drift/lockstep.h"
+#include "vtrace/replayer/json_text.h"
 
 namespace dr = vtrace::drift;
 namespace rep = vtrace::report;
@@ -26,14 +32,60 @@ std::filesystem::path golden(const char* name) {
   return std::filesystem::path(VTRACE_SOURCE_DIR) / "traces" / name;
 }
 
-dr::CompareReport compare(const char* trace, bool resync) {
+dr::CompareReport compare_path(const std::filesystem::path& trace, bool resync) {
   dr::CompareOptions options;
   options.runtimes = {"reference", "cpu-splitk"};
   options.deep = true;
   options.resync = resync;
-  auto report = dr::compare_trace(golden(trace), options, rt::default_registry());
+  auto report = dr::compare_trace(trace, options, rt::default_registry());
   REQUIRE(report.has_value());
   return std::move(*report);
+}
+
+dr::CompareReport compare(const char* trace, bool resync) {
+  return compare_path(golden(trace), resync);
+}
+
+// The markup of every inline <svg> of `html` is well-formed XML as far as a page of ours goes:
+// every '<' opens a named or closing tag, tags balance, every '&' starts a reference. Returns
+// the first fault, or "" when there is none.
+std::string svg_fault(const std::string& html) {
+  std::size_t svgs = 0;
+  for (auto at = html.find("<svg"); at != std::string::npos; at = html.find("<svg", at + 1)) {
+    ++svgs;
+    const auto end = html.find("</svg>", at);
+    if (end == std::string::npos) return "an <svg> that does not end";
+    const std::string svg = html.substr(at, end + 6 - at);
+    std::vector<std::string> open;
+    for (std::size_t i = 0; i < svg.size(); ++i) {
+      if (svg[i] == '&') {
+        static const std::regex reference("^&(amp|lt|gt|quot|#[0-9]+|#x[0-9A-Fa-f]+);");
+        if (!std::regex_search(svg.substr(i, 12), reference)) {
+          return "a bare & in " + svg.substr(i, 20);
+        }
+        continue;
+      }
+      if (svg[i] != '<') continue;
+      const bool closing = i + 1 < svg.size() && svg[i + 1] == '/';
+      std::size_t name_end = i + (closing ? 2 : 1);
+      while (name_end < svg.size() && std::isalpha(static_cast<unsigned char>(svg[name_end]))) {
+        ++name_end;
+      }
+      const std::string name = svg.substr(i + (closing ? 2 : 1), name_end - i - (closing ? 2 : 1));
+      if (name.empty()) return "a '<' that opens no tag: " + svg.substr(i, 20);
+      const auto gt = svg.find('>', i);
+      if (gt == std::string::npos) return "a tag that does not end";
+      if (closing) {
+        if (open.empty() || open.back() != name) return "</" + name + "> closes nothing open";
+        open.pop_back();
+      } else if (svg[gt - 1] != '/') {
+        open.push_back(name);
+      }
+      i = gt;
+    }
+    if (!open.empty()) return "<" + open.back() + "> is never closed";
+  }
+  return svgs > 0 ? "" : "no <svg>";
 }
 
 std::string page(const dr::CompareReport& r, const rep::HtmlOptions& options = {}) {
@@ -111,8 +163,9 @@ TEST_CASE(
     "[report]") {
   auto r = drifting(false);
   REQUIRE(r.first_divergence.has_value());
-  const auto diverged = std::find_if(r.commands.begin(), r.commands.end(),
-                                     [&](const auto& c) { return c.order == r.first_divergence->order; });
+  const auto diverged = std::find_if(r.commands.begin(), r.commands.end(), [&](const auto& c) {
+    return c.order == r.first_divergence->order;
+  });
   REQUIRE(diverged != r.commands.end());
   // One command compared as two regions (a launch per participant): the first agrees.
   dr::CommandComparison agreeing = *diverged;
@@ -188,8 +241,9 @@ TEST_CASE("the HTML report of --resync draws the introduced error beside the inh
       p.cls = dr::DriftClass::kBitwise;
     }
   }
-  CHECK(has(page(carried), "only carries error in (introduces none on the baseline's inputs): its "
-                           "repro matches"));
+  CHECK(has(page(carried),
+            "only carries error in (introduces none on the baseline's inputs): its "
+            "repro matches"));
 }
 
 TEST_CASE("the HTML report of a match says so, and escapes what it shows", "[report]") {
@@ -203,6 +257,121 @@ TEST_CASE("the HTML report of a match says so, and escapes what it shows", "[rep
   std::ostringstream bad;
   bad.setstate(std::ios::badbit);
   CHECK_FALSE(rep::write_html_report(r, bad, {}).has_value());
+}
+
+TEST_CASE("the HTML report's histograms are well-formed SVG: their bucket names are escaped",
+          "[report]") {
+  const auto r = drifting(false);
+  const std::string html = page(r);
+  CHECK(has(html, "<title>&lt;1e-4: "));  // the magnitude buckets "<1e-4", "<1e-3", ...
+  CHECK_FALSE(has(html, "<title><1e-4"));
+  CHECK(svg_fault(html).empty());
+  INFO(svg_fault(html));
+}
+
+TEST_CASE(
+    "the HTML report writes invalid UTF-8 as the JSON writer does (U+FFFD) and controls as "
+    "numeric references",
+    "[report]") {
+  auto r = compare("tiny.vtrace", false);
+  auto heading = [&](const std::string& trace) {
+    r.trace = trace;
+    const std::string html = page(r);
+    const std::string open = "<h1>vtrace compare: ";
+    const auto at = html.find(open);
+    REQUIRE(at != std::string::npos);
+    const auto end = html.find("</h1>", at);
+    REQUIRE(end != std::string::npos);
+    return html.substr(at + open.size(), end - at - open.size());
+  };
+  const std::string fffd = "\xEF\xBF\xBD";
+  // A lone continuation byte, a truncated sequence at the end, an overlong '/', a surrogate, a
+  // byte that starts nothing; valid two-, three- and four-byte characters stay as they are.
+  CHECK(heading("a\x80"
+                "b") == "a" + fffd + "b");
+  CHECK(heading("\xC3\xA9t\xC3") == "\xC3\xA9t" + fffd);
+  CHECK(heading("\xC0\xAF") == fffd + fffd);
+  CHECK(heading("\xED\xA0\x80!") == fffd + fffd + fffd + "!");
+  CHECK(heading("\xE2\x82x") == fffd + "x");
+  CHECK(heading("\xFF\xF0\x9F\x98\x80\xE2\x82\xAC") == fffd + "\xF0\x9F\x98\x80\xE2\x82\xAC");
+  // Controls: tab and newline stay; the rest (and DEL) are numeric references; NUL is U+FFFD.
+  CHECK(heading("a\tb\nc\x01"
+                "d\x1B\x7F\re") == "a\tb\nc&#x1;d&#x1B;&#x7F;&#xD;e");
+  CHECK(heading(std::string("x\0y", 3)) == "x" + fffd + "y");
+  // Any bytes (markup and controls aside): the same text as the JSON reports write.
+  std::uint64_t state = 99;
+  for (int n = 0; n < 3000; ++n) {
+    std::string bytes;
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    const std::size_t length = (state >> 40) % 14;
+    for (std::size_t i = 0; i < length; ++i) {
+      state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+      auto b = static_cast<unsigned char>(state >> 56);
+      if (b < 0x80 && (b < 0x20 || b == 0x7F || std::strchr("&<>\"'\\", b) != nullptr)) b = 'a';
+      bytes += static_cast<char>(b);
+    }
+    const std::string json = vtrace::replayer::json_text(nlohmann::json(bytes));
+    INFO(nlohmann::json(bytes).dump(-1, ' ', true, nlohmann::json::error_handler_t::replace));
+    CHECK(heading(bytes) == json.substr(1, json.size() - 2));
+  }
+}
+
+TEST_CASE("the HTML report of a cut trace qualifies its verdict as the text and JSON do",
+          "[report]") {
+  // tiny cut after event 12, its first SubmitBegin: no footer, and that submit has no SubmitEnd.
+  vtrace::test::ScratchDir dir("html-cut");
+  const auto cut = dir / "cut.vtrace";
+  vtrace::test::CutCopyOptions thirteen;
+  thirteen.events = 13;
+  vtrace::test::write_cut_copy(golden("tiny.vtrace"), cut, thirteen);
+  const auto r = compare_path(cut, false);
+  REQUIRE_FALSE(r.complete());
+  REQUIRE(r.verdict() == "match");
+  REQUIRE(r.unfinished_submits == std::vector<std::uint64_t>{12});
+  const std::string html = page(r);
+  CHECK(has(html,
+            "<b class=\"verdict-match\">match</b> (incomplete trace: 13 recovered events "
+            "compared)"));
+  CHECK(r.to_json()["complete"] == false);
+  CHECK(has(html, "<tr><th>recovered</th><td><code>" + cut.string() + "</code>: "));
+  CHECK(has(html, r.recovered.front()->recovery.note));
+  CHECK(has(html, "13 recovered events used"));
+  CHECK(has(html, "<tr><th>unfinished submits</th><td>SubmitBegin at event 12 has no SubmitEnd"));
+  // A complete trace says none of it.
+  const std::string whole = page(compare("tiny.vtrace", false));
+  CHECK(has(whole, "<b class=\"verdict-match\">match</b></td>"));
+  CHECK_FALSE(has(whole, "incomplete"));
+  CHECK_FALSE(has(whole, "<th>recovered</th>"));
+  CHECK_FALSE(has(whole, "<th>unfinished submits</th>"));
+}
+
+TEST_CASE("the HTML report's structural table says how many differences it leaves out",
+          "[report]") {
+  auto r = compare("tiny.vtrace", false);
+  auto rows = [](const std::string& html) {
+    const auto at = html.find("id=\"structural\"");
+    const auto end = html.find("</section>", at);
+    std::size_t n = 0;
+    for (auto row = html.find("<tr><td>", at); row < end; row = html.find("<tr><td>", row + 1)) {
+      ++n;
+    }
+    return n;
+  };
+  r.structural.clear();
+  for (std::uint64_t i = 0; i < 100; ++i) {
+    r.structural.push_back({i, i, "call", "cpu-splitk", "reference", "outcome", "ok", "error"});
+  }
+  std::string html = page(r);
+  CHECK(rows(html) == 100);
+  CHECK(has(html, "Structural differences (100)"));
+  CHECK_FALSE(has(html, "more (all in --json"));
+  for (std::uint64_t i = 100; i < 250; ++i) {
+    r.structural.push_back({i, i, "call", "cpu-splitk", "reference", "outcome", "ok", "error"});
+  }
+  html = page(r);
+  CHECK(rows(html) == 100);
+  CHECK(has(html, "Structural differences (250)"));
+  CHECK(has(html, "... and 150 more (all in --json <code>structural</code>)"));
 }
 
 TEST_CASE("the HTML report renders in headless Chromium without a script error", "[report]") {
