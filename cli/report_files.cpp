@@ -2,43 +2,68 @@
 #include "report_files.h"
 
 #include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
 
 #include "cli_support.h"
 #include "commands.h"
-#include "vtrace/replayer/replay_trace.h"
+#include "vtrace/schema/trace_reader.h"
 
 namespace vtrace::cli {
 
+bool is_standard_output(const std::string& path) {
+  struct stat file {};
+  struct stat out {};
+  if (::stat(path.c_str(), &file) != 0 || ::fstat(STDOUT_FILENO, &out) != 0) return false;
+  return file.st_dev == out.st_dev && file.st_ino == out.st_ino;
+}
+
 int write_timeline_file(const std::string& trace, const std::string& output,
                         std::vector<report::StepTime> measured, bool quiet) {
-  auto plan = replayer::open_plan(trace);
-  if (!plan) {
-    print_error(about_file(trace, plan.error().message));
+  // Read from the file event by event (report::TraceTimeline): no payload is loaded.
+  auto reader = schema::TraceReader::open(trace);
+  if (!reader) {
+    print_error(about_file(trace, reader.error().message));
     return kExitUsage;
   }
   const bool profiled = !measured.empty();
-  // A cut trace (replay --profile has said so already): the timeline holds what was recovered.
-  if (!profiled && !plan->trace_complete()) {
-    print_warning(about_file(trace, fmt::format("{}; export uses {} recovered events",
-                                                plan->recovery().note, plan->steps().size())));
-  }
   report::TimelineOptions options;
   options.trace_label = trace;
   options.measured = std::move(measured);
+  auto timeline = report::TraceTimeline::prepare(**reader, std::move(options));
+  if (!timeline) {
+    print_error(about_file(trace, timeline.error()));
+    return kExitUsage;
+  }
+  // A cut trace (replay --profile has said so already): the timeline holds what was recovered.
+  if (!profiled && !(*reader)->complete()) {
+    print_warning(about_file(trace, fmt::format("{}; export uses {} recovered events",
+                                                (*reader)->recovery().note, timeline->events())));
+  }
   report::TimelineStats stats;
   const bool written = write_report_file(output, "the timeline", [&](std::ostream& out) {
-    auto done = report::write_timeline(*plan, out, options);
+    auto done = timeline->write(out);
     if (!done) return std::optional<std::string>(done.error());
     stats = *done;
     return std::optional<std::string>();
   });
   if (!written) return kExitUsage;
   if (!quiet) {
-    fmt::print(
+    const std::string line = fmt::format(
         "timeline: {} ({}; {} tracks, {} batches, {} commands, {} flows, {} counter "
         "samples)\n",
         output, profiled ? "durations of this replay" : "laid out by event order", stats.tracks,
         stats.batches, stats.commands, stats.flows, stats.counters);
+    // The timeline itself went to standard output: the line goes to stderr, so that what stdout
+    // carries stays one JSON document.
+    if (is_standard_output(output)) {
+      flush_stdout();
+      std::fputs(line.c_str(), stderr);
+    } else {
+      fmt::print("{}", line);
+    }
   }
   return kExitOk;
 }
