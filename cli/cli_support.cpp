@@ -1,6 +1,7 @@
 #include "cli_support.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -13,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <streambuf>
 #include <vector>
 
 #include "vtrace/schema/trace_reader.h"
@@ -214,10 +216,10 @@ std::string written_as(const OutputFile& output, bool temporary) {
   return fmt::format("{} {} (written as {}{} first)", output.role, *output.path, *output.path,
                      output.temporary);
 }
-}  // namespace
 
-std::optional<std::string> refused_outputs(std::initializer_list<OutputFile> outputs,
-                                           std::initializer_list<InputFile> inputs) {
+// refused_outputs without its effect: why `outputs` cannot be written, or nullopt.
+std::optional<std::string> refused_among(std::initializer_list<OutputFile> outputs,
+                                         std::initializer_list<InputFile> inputs) {
   // Every path an output writes: the file, and a trace's temporary (.partial).
   struct Written {
     const OutputFile* output;
@@ -252,9 +254,96 @@ std::optional<std::string> refused_outputs(std::initializer_list<OutputFile> out
   }
   return std::nullopt;
 }
+}  // namespace
+
+namespace {
+
+// The original standard output, once a report file claimed it (reserve_stdout_for_report), and
+// that file's path as the command named it; -1 and "" before.
+int g_report_stdout = -1;
+std::string g_report_stdout_path;
+
+// Routes what the command prints to stderr, keeping the original standard output for the report
+// file `path` (write_report_file). Does nothing when the descriptor cannot be duplicated (the
+// text then stays on stdout, as before).
+void reserve_stdout_for_report(const std::string& path) {
+  if (g_report_stdout >= 0) return;
+  flush_stdout();
+  const int saved = ::fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
+  if (saved < 0) return;
+  if (::dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
+    ::close(saved);
+    return;
+  }
+  g_report_stdout = saved;
+  g_report_stdout_path = path;
+}
+
+// An output stream buffer over a file descriptor it does not own: 64 KiB buffered, written with
+// write(2) (EINTR retried); the first failure's errno is kept and ends the writing.
+class DescriptorBuffer final : public std::streambuf {
+ public:
+  explicit DescriptorBuffer(int fd) : fd_(fd), buffer_(1 << 16) {
+    setp(buffer_.data(), buffer_.data() + buffer_.size());
+  }
+  int error() const { return error_; }
+
+ protected:
+  int_type overflow(int_type c) override {
+    if (!drain()) return traits_type::eof();
+    if (!traits_type::eq_int_type(c, traits_type::eof())) {
+      *pptr() = traits_type::to_char_type(c);
+      pbump(1);
+    }
+    return traits_type::not_eof(c);
+  }
+  int sync() override { return drain() ? 0 : -1; }
+
+ private:
+  bool drain() {
+    const char* p = pbase();
+    while (error_ == 0 && p < pptr()) {
+      const ::ssize_t n = ::write(fd_, p, static_cast<std::size_t>(pptr() - p));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        error_ = n < 0 ? errno : ENOSPC;
+        break;
+      }
+      p += n;
+    }
+    setp(buffer_.data(), buffer_.data() + buffer_.size());
+    return error_ == 0;
+  }
+  int fd_;
+  std::vector<char> buffer_;
+  int error_ = 0;
+};
+
+}  // namespace
+
+bool is_standard_output(const std::string& path) {
+  if (g_report_stdout >= 0) return path == g_report_stdout_path;
+  struct stat file {};
+  struct stat out {};
+  if (::stat(path.c_str(), &file) != 0 || ::fstat(STDOUT_FILENO, &out) != 0) return false;
+  return file.st_dev == out.st_dev && file.st_ino == out.st_ino;
+}
+
+std::optional<std::string> refused_outputs(std::initializer_list<OutputFile> outputs,
+                                           std::initializer_list<InputFile> inputs) {
+  if (auto refused = refused_among(outputs, inputs)) return refused;
+  for (const auto& output : outputs) {
+    if (output.path && !output.trace && is_standard_output(*output.path)) {
+      reserve_stdout_for_report(*output.path);
+    }
+  }
+  return std::nullopt;
+}
+
 
 // "; the events recorded so far are in OUT.partial (`vtrace repair OUT.partial -o OUT` finishes
-// it)" when the writer left one that holds bytes (one it wrote nothing to is removed), else "".
+// it)" when the writer left one that holds bytes, else "; nothing had reached the file, and none
+// is left" (a sink that wrote nothing removes its .partial).
 std::string partial_note(const std::string& output) {
   std::error_code ec;
   const std::string partial = output + ".partial";
@@ -277,6 +366,20 @@ std::string human_bytes(std::uint64_t bytes) {
 bool write_report_file(const std::string& path, std::string_view what,
                        const std::function<std::optional<std::string>(std::ostream&)>& body) {
   namespace fs = std::filesystem;
+  if (g_report_stdout >= 0 && path == g_report_stdout_path) {
+    // The original standard output, kept for this file (refused_outputs).
+    DescriptorBuffer buffer(g_report_stdout);
+    std::ostream out(&buffer);
+    errno = 0;
+    std::optional<std::string> failed = body(out);
+    out.flush();
+    const int err = buffer.error() != 0 ? buffer.error() : errno;
+    if (!failed && (out.fail() || buffer.error() != 0)) failed = fmt::format("writing {} failed", what);
+    if (!failed) return true;
+    print_error(fmt::format("{}: {}{}", path, *failed,
+                            err != 0 ? fmt::format(" ({})", std::strerror(err)) : ""));
+    return false;
+  }
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out) {
     const int err = errno;

@@ -115,8 +115,17 @@ struct OutputFile {
 // Why `outputs` cannot be written, checked before anything runs (so nothing is replaced and no
 // file is created): one is unusable_output, or one (or a trace's temporary) is the same_file as
 // one of `inputs` or as another output. One sentence naming both files; nullopt when all can be.
+// When all can be and a report file among them is standard output itself (`--json /dev/stdout`,
+// `-o /dev/fd/1`, or the file stdout is redirected to; at most one can be), standard output is
+// kept for that file from here on: what the command prints goes to stderr, and write_report_file
+// writes that file to the original standard output, which so carries the report alone.
 std::optional<std::string> refused_outputs(std::initializer_list<OutputFile> outputs,
                                            std::initializer_list<InputFile> inputs);
+
+// Whether `path` names the file standard output is open on (same device and inode: /dev/stdout,
+// /dev/fd/1, or the file stdout was redirected to), or, once refused_outputs kept standard
+// output for a report file, whether `path` is that file's. False when either cannot be examined.
+bool is_standard_output(const std::string& path);
 
 // "; the events recorded so far are in OUT.partial (`vtrace repair OUT.partial -o OUT` finishes
 // it)" when the writer left one that holds bytes, else "; nothing had reached the file, and none
@@ -139,7 +148,8 @@ std::string human_bytes(std::uint64_t bytes);
 // failure (opening, `body`, writing, closing) prints one sentence on stderr naming the path, what
 // failed and the system's reason where it gives one ("No space left on device"), and removes an
 // incomplete regular file (a device such as /dev/stdout is left alone); answers whether the
-// file was written. The report writers of the CLI all go through it.
+// file was written. The report file refused_outputs kept standard output for is written there.
+// The report writers of the CLI all go through it.
 bool write_report_file(const std::string& path, std::string_view what,
                        const std::function<std::optional<std::string>(std::ostream&)>& body);
 

@@ -2,23 +2,12 @@
 #include "report_files.h"
 
 #include <fmt/format.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cstdio>
 
 #include "cli_support.h"
 #include "commands.h"
 #include "vtrace/schema/trace_reader.h"
 
 namespace vtrace::cli {
-
-bool is_standard_output(const std::string& path) {
-  struct stat file {};
-  struct stat out {};
-  if (::stat(path.c_str(), &file) != 0 || ::fstat(STDOUT_FILENO, &out) != 0) return false;
-  return file.st_dev == out.st_dev && file.st_ino == out.st_ino;
-}
 
 int write_timeline_file(const std::string& trace, const std::string& output,
                         std::vector<report::StepTime> measured, bool quiet) {
@@ -56,14 +45,8 @@ int write_timeline_file(const std::string& trace, const std::string& output,
         "samples)\n",
         output, profiled ? "durations of this replay" : "laid out by event order", stats.tracks,
         stats.batches, stats.commands, stats.flows, stats.counters);
-    // The timeline itself went to standard output: the line goes to stderr, so that what stdout
-    // carries stays one JSON document.
-    if (is_standard_output(output)) {
-      flush_stdout();
-      std::fputs(line.c_str(), stderr);
-    } else {
-      fmt::print("{}", line);
-    }
+    // On stderr when the timeline itself went to standard output (refused_outputs).
+    fmt::print("{}", line);
   }
   return kExitOk;
 }

@@ -14,14 +14,10 @@ namespace vtrace::cli {
 // the file cannot be written (one sentence on stderr naming it).
 // Reads `trace` event by event through report::TraceTimeline (two passes, no payload loaded, so
 // memory does not grow with payload bytes), streams the timeline into `output` and prints one
-// line saying what was written: on stdout, or on stderr when `output` is standard output itself
-// (`-o /dev/stdout`, or the file stdout is redirected to), which then carries the JSON alone.
+// line saying what was written (on stderr when `output` is standard output itself: see
+// refused_outputs, cli_support.h).
 int write_timeline_file(const std::string& trace, const std::string& output,
                         std::vector<report::StepTime> measured, bool quiet);
-
-// Whether `path` names the file standard output is open on (same device and inode: /dev/stdout,
-// /dev/fd/1, or the file stdout was redirected to). False when either cannot be examined.
-bool is_standard_output(const std::string& path);
 
 // Writes the page; false, with one sentence on stderr naming the file and the reason, when it
 // cannot. Called after the text report is printed, so a bad path loses none of it.

@@ -1,5 +1,6 @@
 // The report files of the `vtrace` executable: `export -o /dev/stdout` (one JSON document on
-// stdout, the summary line on stderr), export reading no payload, the layout of a real
+// stdout, the summary line on stderr), every other report written to standard output (the text
+// report on stderr), export reading no payload, the layout of a real
 // `replay --profile` (whole nanoseconds, commands tiling their batch), a profile cut inside a
 // submit, and `compare --html` of a cut trace (its verdict qualified as the text's).
 #include <fmt/format.h>
@@ -97,6 +98,50 @@ TEST_CASE(
                                            VTRACE_CLI_PATH, golden("tiny"), err));
   CHECK(json::accept(quiet.output));
   CHECK(read_file(err).empty());
+}
+
+TEST_CASE(
+    "a report written to standard output is all that stdout carries; the text goes to stderr",
+    "[cli]") {
+  vtrace::test::ScratchDir dir("cli-report-stdout-any");
+  const auto err = (dir / "err.txt").string();
+  struct Case {
+    std::string arguments;
+    std::string said;  // a line of the text report, on stderr
+    bool html = false;
+  };
+  const std::vector<Case> cases = {
+      {fmt::format("replay {} --json /dev/stdout", golden("tiny")), "verdict: match"},
+      {fmt::format("compare {} --runtimes reference,cpu --json /dev/stdout", golden("tiny")),
+       "verdict: match"},
+      {fmt::format("compare {} --runtimes reference,cpu --html /dev/fd/1", golden("tiny")),
+       "verdict: match", true},
+      {fmt::format("diff {} {} --json /dev/stdout", golden("tiny"), golden("tiny-v1.2")),
+       "verdict: "},
+      {fmt::format("repair {} -o {} --json /dev/stdout", golden("tiny"),
+                   (dir / "r.vtrace").string()),
+       "nothing to repair"},
+  };
+  for (const auto& c : cases) {
+    INFO(c.arguments);
+    const auto run =
+        run_shell(fmt::format("{{ {} {} 2>{}; }}", VTRACE_CLI_PATH, c.arguments, err));
+    INFO(run.output);
+    CHECK((run.code == 0 || run.code == 1));
+    if (c.html) {
+      CHECK(run.output.starts_with("<!DOCTYPE html>"));
+    } else {
+      CHECK(json::accept(run.output));
+    }
+    CHECK_THAT(read_file(err), Catch::Contains(c.said));
+  }
+  // Standard output redirected to the file --json names: the file holds the JSON alone.
+  const auto same = (dir / "r.json").string();
+  const auto redirected = run_shell(fmt::format("{{ {} replay {} --json {} >{} 2>{}; }}",
+                                                VTRACE_CLI_PATH, golden("tiny"), same, same, err));
+  CHECK(redirected.code == 0);
+  CHECK(json::accept(read_file(same)));
+  CHECK_THAT(read_file(err), Catch::Contains("verdict: match"));
 }
 
 TEST_CASE("vtrace export reads no payload: a trace that lacks one is exported all the same",
