@@ -374,7 +374,9 @@ bool write_report_file(const std::string& path, std::string_view what,
     std::optional<std::string> failed = body(out);
     out.flush();
     const int err = buffer.error() != 0 ? buffer.error() : errno;
-    if (!failed && (out.fail() || buffer.error() != 0)) failed = fmt::format("writing {} failed", what);
+    if (!failed && (out.fail() || buffer.error() != 0)) {
+      failed = fmt::format("writing {} failed", what);
+    }
     if (!failed) return true;
     print_error(fmt::format("{}: {}{}", path, *failed,
                             err != 0 ? fmt::format(" ({})", std::strerror(err)) : ""));

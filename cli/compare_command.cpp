@@ -108,7 +108,10 @@ int run_compare(const CompareCommandOptions& o, const GlobalOptions& global) {
   if (!global.quiet || !report->matched()) print_drift_report(*report, reproduce);
   flush_stdout();
   if (o.json && !write_json_report(*o.json, report->to_json())) return kExitUsage;
-  if (o.html && !write_html_file(*o.html, *report, {"vtrace compare", reproduce, o.trace})) {
+  if (o.html &&
+      !write_html_file(*o.html, *report,
+                       {"vtrace compare", reproduce, o.trace,
+                        open_option_words(taken_by(options.open, options.runtimes.front()))})) {
     return kExitUsage;
   }
   return report->matched() ? kExitOk : kExitMismatch;

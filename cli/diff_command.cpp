@@ -49,7 +49,7 @@ int run_diff(const DiffCommandOptions& o, const GlobalOptions& global) {
   if (!global.quiet || !report->matched()) print_drift_report(*report, reproduce);
   flush_stdout();
   if (o.json && !write_json_report(*o.json, report->to_json())) return kExitUsage;
-  if (o.html && !write_html_file(*o.html, *report, {"vtrace diff", reproduce, ""})) {
+  if (o.html && !write_html_file(*o.html, *report, {"vtrace diff", reproduce, "", ""})) {
     return kExitUsage;
   }
   return report->matched() ? kExitOk : kExitMismatch;

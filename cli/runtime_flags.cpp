@@ -106,4 +106,11 @@ std::expected<runtime::RuntimeOpenOptions, std::string> open_options(
   return options;
 }
 
+runtime::RuntimeOpenOptions taken_by(runtime::RuntimeOpenOptions open, const std::string& runtime) {
+  const auto taken = runtime::default_registry().takes(runtime);
+  if (!taken.threads) open.threads = 0;
+  if (!taken.isa) open.isa.clear();
+  return open;
+}
+
 }  // namespace vtrace::cli

@@ -39,4 +39,8 @@ std::expected<std::uint64_t, std::string> parse_byte_size(std::string_view text)
 std::expected<runtime::RuntimeOpenOptions, std::string> open_options(
     const RuntimeFlags& flags, const std::vector<std::string>& runtimes);
 
+// `open` as the registry runtime `runtime` takes it: threads and isa cleared when it ignores them
+// (so a command line for that runtime alone, `extract --runtime reference`, is not refused).
+runtime::RuntimeOpenOptions taken_by(runtime::RuntimeOpenOptions open, const std::string& runtime);
+
 }  // namespace vtrace::cli

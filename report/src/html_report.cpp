@@ -168,7 +168,7 @@ class Page {
     if (!r_.runtimes.empty() && r_.runtimes.front() != "reference") {
       line += " " + replayer::shell_command({"--runtime", r_.runtimes.front()});
     }
-    return escape(line);
+    return escape(line + o_.extract_options);
   }
 
   // A repro runs its command on the baseline's inputs, so it shows the error the command

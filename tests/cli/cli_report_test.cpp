@@ -101,7 +101,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "a report written to standard output is all that stdout carries; the text goes to stderr",
+    "a report written to standard output is all that stdout carries, the text going to stderr",
     "[cli]") {
   vtrace::test::ScratchDir dir("cli-report-stdout-any");
   const auto err = (dir / "err.txt").string();

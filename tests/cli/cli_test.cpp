@@ -693,6 +693,32 @@ TEST_CASE("reproduce lines carry how the runtimes were opened, and reproduce as 
                                          "reference,cpu-splitk --check bits --threads 2 --isa "
                                          "portable --device-memory 1073741824\n",
                                          trace)));
+  // The HTML page's extract lines carry the flags the baseline takes.
+  const auto html = (dir / "c.html").string();
+  auto paged = run_vtrace(fmt::format(
+      "compare {} --runtimes cpu,cpu-splitk --threads 2 --isa portable --device-memory 1GiB "
+      "--deep --html {}",
+      trace, html));
+  CHECK(paged.code == 1);
+  std::ifstream page_in(html);
+  const std::string page{std::istreambuf_iterator<char>(page_in), {}};
+  CHECK_THAT(page, Catch::Contains(" --runtime cpu --threads 2 --isa portable --device-memory "
+                                   "1073741824</code>"));
+  auto on_reference = run_vtrace(fmt::format(
+      "compare {} --runtimes reference,cpu-splitk --threads 2 --deep --html {}", trace, html));
+  CHECK(on_reference.code == 1);
+  std::ifstream reference_in(html);
+  const std::string reference_page{std::istreambuf_iterator<char>(reference_in), {}};
+  // Each extract line (reference is the baseline: it ignores --threads) is refused by nothing.
+  std::size_t extract_lines = 0;
+  for (auto at = reference_page.find("vtrace extract "); at != std::string::npos;
+       at = reference_page.find("vtrace extract ", at + 1)) {
+    const auto line = reference_page.substr(at, reference_page.find("</code>", at) - at);
+    INFO(line);
+    CHECK(line.find("--threads") == std::string::npos);
+    ++extract_lines;
+  }
+  CHECK(extract_lines > 0);
   auto replayed = run_vtrace(
       fmt::format("replay {} --runtime cpu-splitk --threads 3 --device-memory 64MiB", trace));
   INFO(replayed.output);

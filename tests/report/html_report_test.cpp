@@ -129,7 +129,8 @@ dr::CompareReport drifting(bool resync) {
 TEST_CASE("the HTML report holds every section, self-contained", "[report]") {
   const auto r = drifting(false);
   const std::string html =
-      page(r, {"vtrace compare", "vtrace compare 'my trace.vtrace' --runtimes a,b", "t v.vtrace"});
+      page(r, {"vtrace compare", "vtrace compare 'my trace.vtrace' --runtimes a,b", "t v.vtrace",
+               ""});
   for (const char* id : {"facts", "first-divergence", "error-chart", "histograms", "classes",
                          "worst", "structural", "commands", "first-divergence-mark"}) {
     INFO(id);
@@ -203,7 +204,7 @@ TEST_CASE(
     commands[i]->worst = p.cls = i == 11 ? dr::DriftClass::kNanInf : dr::DriftClass::kDrift;
     p.stats.max_ulp = i == 11 ? 0 : i + 2;
   }
-  const std::string html = page(r, {"vtrace compare", "vtrace compare x", "t.vtrace"});
+  const std::string html = page(r, {"vtrace compare", "vtrace compare x", "t.vtrace", ""});
   const auto worst = html.find("id=\"worst\"");
   REQUIRE(worst != std::string::npos);
   const auto first_row = html.find("<tr><td>", worst);
@@ -218,7 +219,7 @@ TEST_CASE(
                               commands[11]->event, commands[11]->event)));
   r.runtimes = {"cpu", "cpu-splitk"};
   CHECK(
-      has(page(r, {"vtrace compare", "vtrace compare x", "t.vtrace"}),
+      has(page(r, {"vtrace compare", "vtrace compare x", "t.vtrace", ""}),
           fmt::format("vtrace extract t.vtrace --event {} -o repro-{}.vtrace --runtime cpu</code>",
                       commands[11]->event, commands[11]->event)));
 }
@@ -386,8 +387,8 @@ TEST_CASE("the HTML report renders in headless Chromium without a script error",
   const auto html = dir / "report.html";
   {
     std::ofstream out(html);
-    REQUIRE(
-        rep::write_html_report(drifting(true), out, {"vtrace compare", "vtrace compare x", ""}));
+    REQUIRE(rep::write_html_report(drifting(true), out,
+                                   {"vtrace compare", "vtrace compare x", "", ""}));
   }
   // The DOM after the scripts ran, and the console: a script error shows in both.
   const auto dom = dir / "dom.html";

@@ -40,6 +40,9 @@ struct HtmlOptions {
   std::string title = "vtrace compare";
   std::string reproduce;   // the command line that reproduces the whole comparison
   std::string trace_path;  // for the per-command `vtrace extract` lines; none when empty
+  // Appended to each `vtrace extract` line: how the baseline was opened, as extract takes it
+  // (" --threads 2 --device-memory 1073741824", replayer::open_option_words).
+  std::string extract_options;
 };
 
 std::expected<void, std::string> write_html_report(const drift::CompareReport& report,
