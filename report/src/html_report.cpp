@@ -297,6 +297,10 @@ class Page {
              << stats_text(p) << "</li>";
       }
       out_ << "</ul>\n<p>reproduce: <code>" << extract_line(*c) << "</code></p>\n";
+    } else if (!o_.reproduce.empty()) {
+      // A structural divergence (no numbers compared) or a readback: no command to extract, so
+      // the line that reproduces the comparison, as the text report prints it.
+      out_ << "<p>reproduce: <code>" << escape(o_.reproduce) << "</code></p>\n";
     }
     out_ << "</section>\n";
   }

@@ -346,6 +346,23 @@ TEST_CASE("the HTML report of a cut trace qualifies its verdict as the text and 
   CHECK_FALSE(has(whole, "<th>unfinished submits</th>"));
 }
 
+TEST_CASE("a first divergence with no command to extract gets the comparison's reproduce line",
+          "[report]") {
+  auto r = drifting(false);
+  REQUIRE(r.first_divergence.has_value());
+  // A structural divergence: no command, no comparison of numbers.
+  r.first_divergence->command.reset();
+  r.first_divergence->order.reset();
+  const std::string html =
+      page(r, {"vtrace compare", "vtrace compare 'a b.vtrace' --runtimes x,y", "a b.vtrace", ""});
+  const auto at = html.find("id=\"first-divergence\"");
+  REQUIRE(at != std::string::npos);
+  const auto section = html.substr(at, html.find("</section>", at) - at);
+  INFO(section);
+  CHECK(has(section,
+            "reproduce: <code>vtrace compare &#39;a b.vtrace&#39; --runtimes x,y</code>"));
+}
+
 TEST_CASE("the HTML report's structural table says how many differences it leaves out",
           "[report]") {
   auto r = compare("tiny.vtrace", false);
