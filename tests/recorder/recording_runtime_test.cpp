@@ -22,6 +22,7 @@
 
 #include "recorder_test_support.h"
 #include "support/importing_runtime.h"
+#include "support/test_support.h"
 #include "vtrace/recorder/open.h"
 #include "vtrace/runtime/forwarding_runtime.h"
 #include "vtrace/schema/event_links.h"
@@ -767,7 +768,7 @@ void collect_links(const nlohmann::ordered_json& j,
 
 TEST_CASE("a recording whose file receives no byte says so and leaves no empty .partial") {
 #if defined(__SANITIZE_THREAD__)
-  VTRACE_SKIP("the child starts the writer's threads after a fork, which ThreadSanitizer refuses");
+  VTRACE_SKIP("the child starts the writer's threads after a fork, which TSan refuses");
 #endif
   // In a child with a file size limit of 0 (SIGXFSZ ignored): the .partial opens, and the
   // writer's first write, the header's, fails with EFBIG. The notice goes to a pipe.
