@@ -148,6 +148,8 @@ std::optional<ReadbackDifference> compare_readback(std::span<const std::uint8_t>
   const std::size_t count = expected.size() / width;
 
   std::optional<ReadbackDifference> d;
+  // Over all elements, those accepted under ulp:N before the first mismatch included.
+  std::uint64_t max_ulp = 0;
   for (std::size_t i = 0; i < count; ++i) {
     const std::uint64_t e = load(expected, i, width);
     const std::uint64_t a = load(actual, i, width);
@@ -164,10 +166,8 @@ std::optional<ReadbackDifference> compare_readback(std::span<const std::uint8_t>
                   : ulp_distance_32(static_cast<std::uint32_t>(e), static_cast<std::uint32_t>(a));
       }
     }
-    if (by_ulp && ulp && *ulp <= mode.max_ulp) {
-      if (d) d->max_ulp = std::max(d->max_ulp, *ulp);
-      continue;
-    }
+    if (ulp) max_ulp = std::max(max_ulp, *ulp);
+    if (by_ulp && ulp && *ulp <= mode.max_ulp) continue;
     if (!d) {
       d.emplace();
       d->first_element = i;
@@ -177,8 +177,8 @@ std::optional<ReadbackDifference> compare_readback(std::span<const std::uint8_t>
       d->why_not_comparable = why;
     }
     ++d->differing_elements;
-    if (ulp) d->max_ulp = std::max(d->max_ulp, *ulp);
   }
+  if (d) d->max_ulp = max_ulp;
   return d;
 }
 

@@ -40,6 +40,31 @@ TEST_CASE("NaN matches NaN only, whatever the payload", "[replayer]") {
   CHECK(ulp_distance_32(0x7FC00000u, 0x7FC00001u) == 0u);
   CHECK_FALSE(ulp_distance_32(0x7FC00000u, 0x3F800000u).has_value());
   CHECK(ulp_distance_32(0x3F800000u, 0x3F800002u) == 2u);
+  // The smallest mantissa payload is a NaN too, and an infinity is not one in either place.
+  CHECK(ulp_distance_16(0x7C01, 0x7E00, false) == 0u);
+  CHECK_FALSE(ulp_distance_32(0x7F800000u, 0x7FC00000u).has_value());
+  CHECK_FALSE(ulp_distance_32(0x7FC00000u, 0x7F800000u).has_value());
+  const std::array<std::uint8_t, 2> quiet = {0x00, 0x7E}, signalling = {0x01, 0x7C};
+  CHECK_FALSE(compare_readback(quiet, signalling, ElementType::kF16, CheckMode::ulp(0)));
+}
+
+TEST_CASE("max_ulp is the largest distance over every element, accepted ones included",
+          "[replayer]") {
+  // ulp:1: element 0 is accepted (1 ULP) before the mismatch at element 1 (NaN against 1.0).
+  const std::array<std::uint8_t, 4> expected = {0x00, 0x3C, 0x00, 0x7E};
+  const std::array<std::uint8_t, 4> before = {0x01, 0x3C, 0x00, 0x3C};
+  auto d = compare_readback(expected, before, ElementType::kF16, CheckMode::ulp(1));
+  REQUIRE(d.has_value());
+  CHECK(d->first_element == 1);
+  CHECK(d->differing_elements == 1);
+  CHECK(d->max_ulp == 1u);
+  // ... and after it.
+  const std::array<std::uint8_t, 4> nan_first = {0x00, 0x7E, 0x00, 0x3C};
+  const std::array<std::uint8_t, 4> after = {0x00, 0x3C, 0x01, 0x3C};
+  d = compare_readback(nan_first, after, ElementType::kF16, CheckMode::ulp(1));
+  REQUIRE(d.has_value());
+  CHECK(d->first_element == 0);
+  CHECK(d->max_ulp == 1u);
 }
 
 TEST_CASE("ulp:N accepts f16 readbacks within N ULP and bits does not", "[replayer]") {
@@ -66,7 +91,9 @@ TEST_CASE("ulp:N compares integer readbacks bit for bit", "[replayer]") {
 TEST_CASE("a readback of another length is a mismatch", "[replayer]") {
   const std::array<std::uint8_t, 2> expected = {1, 2};
   const std::array<std::uint8_t, 1> actual = {1};
-  CHECK(compare_readback(expected, actual, ElementType::kU8, CheckMode::ulp(5)).has_value());
+  const auto d = compare_readback(expected, actual, ElementType::kU8, CheckMode::ulp(5));
+  REQUIRE(d.has_value());
+  CHECK(d->summary() == "1 element(s) differ; first at element 0: expected 2 bytes, got 1 bytes");
 }
 
 TEST_CASE("a mismatch says NaN against a number only when one side is a NaN of a float type",
