@@ -60,7 +60,7 @@ TEST_CASE("check modes parse, print, and tol has torch's f16 defaults", "[drift]
   CHECK(check("ulp:2").to_string() == "ulp:2");
   CHECK(check("tol:0.5,0.25").to_string() == "tol:0.5,0.25");
   for (const char* bad : {"", "ulp", "ulp:", "ulp:-1", "ulp:x", "tol:", "tol:1", "tol:1,",
-                          "tol:-1,0", "tol:1,nan", "bit", "none"}) {
+                          "tol:-1,0", "tol:1,nan", "tol:inf,0", "tol:0,inf", "bit", "none"}) {
     INFO(bad);
     CHECK_FALSE(dr::parse_drift_check(bad).has_value());
   }
@@ -146,6 +146,12 @@ TEST_CASE("within the tolerance but more than 1 ULP is within_tolerance, beyond 
   // A custom tolerance moves the line.
   CHECK(cmp(e, f16({0x63d6}), "tol:3,0").agrees);
   CHECK_FALSE(cmp(e, f16({0x63d6}), "tol:2.9,0").agrees);
+  // rtol scales the baseline's magnitude, not the answer's: e = 1, a = 2 is 1 apart, more than
+  // 0.5 * |e| (though not more than 0.5 * |a|).
+  const auto relative = cmp(f16({0x3c00}), f16({0x4000}), "tol:0,0.5");
+  CHECK(relative.cls == dr::DriftClass::kDrift);
+  CHECK_FALSE(relative.agrees);
+  CHECK(cmp(f16({0x3c00}), f16({0x4000}), "tol:0,1").agrees);
 }
 
 TEST_CASE("NaN matches NaN only, a NaN or infinity that appears or vanishes is nan_inf",
@@ -180,6 +186,10 @@ TEST_CASE("NaN matches NaN only, a NaN or infinity that appears or vanishes is n
       CHECK(c.stats.magnitude_histogram[finite_baseline ? 5 : 6] == 1);
     }
   }
+  // The first differing element is the first, when NaNs vanish from several.
+  const auto vanished = cmp(f16({0x7e00, 0x7e00}), f16({0x3c00, 0x3c00}), "bits");
+  CHECK(vanished.stats.first_differing == std::optional<std::uint64_t>(0));
+  CHECK(vanished.stats.differing == 2);
   // nan_inf is reported before drift when both occur.
   const auto both = cmp(f16({0x3c00, 0x7e00}), f16({0x4000, 0x3c00}), "bits");
   CHECK(both.cls == dr::DriftClass::kNanInf);
@@ -189,6 +199,8 @@ TEST_CASE("different lengths are structural", "[drift]") {
   const auto c = cmp(f16({0x3c00, 0x3c00}), f16({0x3c00}), "tol");
   CHECK(c.cls == dr::DriftClass::kStructural);
   CHECK_FALSE(c.agrees);
+  CHECK(c.stats.elements == 2);  // the longer side's count
+  CHECK(cmp(f16({0x3c00}), f16({0x3c00, 0x3c00}), "tol").stats.elements == 2);
   CHECK(dr::worst(dr::DriftClass::kDrift, dr::DriftClass::kStructural) ==
         dr::DriftClass::kStructural);
   CHECK(dr::worst(dr::DriftClass::kWithin1Ulp, dr::DriftClass::kBitwise) ==
@@ -213,6 +225,11 @@ TEST_CASE("the statistics of a worked example", "[drift]") {
   CHECK(s.magnitude_histogram[2] == 1);    // |e| = 0.001: < 1e-2
   CHECK(s.magnitude_histogram[5] == 1);    // |e| = 2: >= 1
   CHECK(c.cls == dr::DriftClass::kDrift);
+  // The relative error is over the elements whose baseline is not zero: 0 against the smallest
+  // subnormal counts in the absolute error only.
+  const auto from_zero = cmp(f16({0x0000}), f16({0x0001}), "bits");
+  CHECK(from_zero.stats.max_rel_error == 0.0);
+  CHECK(from_zero.stats.max_abs_error > 0.0);
 }
 
 TEST_CASE("the mean absolute error is over the finite pairs only", "[drift]") {
