@@ -45,9 +45,9 @@ rt::BufferDescriptor descriptor() {
   return d;
 }
 
-rt::NativeWorkAttribution row(std::uint64_t tokens) {
+rt::NativeWorkAttribution row(std::uint64_t tokens, std::uint32_t command = 0) {
   return *rt::NativeWorkAttribution::with_participant_range(
-      0, std::nullopt, rt::CommandPhase::kCompute, *rt::DeviceNativeOperationId::create("op.dense"),
+      command, std::nullopt, rt::CommandPhase::kCompute, *rt::DeviceNativeOperationId::create("op.dense"),
       rt::ExecutionPath::kEager, rt::BatchingForm::kPacked, 0, 0, tokens, 1, 0, std::nullopt);
 }
 
@@ -192,6 +192,12 @@ TEST_CASE("comparator: fence answers, pending is not compared, indeterminate vs 
   CHECK(c.checked.fences == 1);
   CHECK(only(cmp(succeeded, failed)).kind == DifferenceKind::kFence);
   CHECK(only(cmp(failed, failed_other)).kind == DifferenceKind::kFence);
+  // Two indeterminate answers of different kinds differ; of one kind they do not.
+  const Observation indeterminate_other =
+      with_fence(rt::FenceQuery(error(rt::ErrorKind::kUploadByteCountMismatch)));
+  CHECK(only(cmp(indeterminate, indeterminate_other)).kind == DifferenceKind::kFence);
+  CHECK(cmp(indeterminate, with_fence(rt::FenceQuery(error(rt::ErrorKind::kForeignFence, "x"))))
+            .differences.empty());
   // Timing measurements are not the contract.
   CHECK(cmp(succeeded, with_fence(terminal(std::nullopt, 123))).differences.empty());
   CHECK(cmp(indeterminate, indeterminate).checked.fences == 1);
@@ -214,6 +220,15 @@ TEST_CASE("comparator: one attribution field differs", "[replayer][comparator]")
   CHECK(presence.kind == DifferenceKind::kAttribution);
   CHECK_FALSE(presence.row.has_value());
   CHECK(rp::render(presence, e, none).actual == "no attribution");
+  // A row missing or extra, after equal ones: named by its index, field "rows".
+  const Observation two = with_rows({row(4), row(5, 1)});
+  REQUIRE(two.attribution->rows.has_value());
+  for (const auto& [want, got] : {std::pair{two, e}, std::pair{e, two}}) {
+    const auto count = only(cmp(want, got));
+    CHECK(count.kind == DifferenceKind::kAttribution);
+    CHECK(count.row == 1u);
+    CHECK(count.field == "rows");
+  }
 }
 
 TEST_CASE("comparator: one readback byte differs under bits", "[replayer][comparator]") {
@@ -392,6 +407,7 @@ TEST_CASE("comparator: optional-call answers and submit rejection", "[replayer][
   const auto r = only(cmp(rejected, with_outcome({})));
   CHECK(r.kind == DifferenceKind::kRejected);
   CHECK(rp::render(r, rejected, with_outcome({})).actual == "success");
+  CHECK(cmp(rejected, rejected).differences.empty());  // rejected on both sides: as recorded
 
   Observation command = with_outcome({});
   command.returned_command = true;
@@ -421,4 +437,6 @@ TEST_CASE("comparator: a step that could not run is one difference per problem",
   const auto text = rp::render(d, recorded, live);
   CHECK(text.expected == "buffer#3 to exist");
   CHECK(text.actual == "it was never created in this replay (see the earlier mismatch)");
+  CHECK_FALSE(d.problem_on_expected);  // the live side's problem
+  CHECK(only(cmp(live, recorded)).problem_on_expected);
 }
