@@ -460,19 +460,21 @@ class Page {
       out_ << "<p>None.</p></section>\n";
       return;
     }
+    // One command compared as several regions (a launch per node, a copy's ranges) has a row
+    // per region: the region column tells them apart.
     out_ << "<table class=\"sortable\"><thead><tr><th>event</th><th>kind</th><th>shapes</th>"
-            "<th>node</th><th>class</th><th>max ulp</th><th>statistics</th><th>extract</th>"
-            "</tr></thead><tbody>\n";
+            "<th>node</th><th>region</th><th>class</th><th>max ulp</th><th>statistics</th>"
+            "<th>extract</th></tr></thead><tbody>\n";
     for (std::size_t i = 0; i < std::min<std::size_t>(10, bad.size()); ++i) {
       const auto& c = *bad[i];
       std::string stats;
       for (const auto& p : c.results) stats += escape(p.runtime) + ": " + stats_text(p) + "<br>";
       out_ << fmt::format(
           "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
-          "<td><code>{}</code>{}</td></tr>\n",
+          "<td>{}</td><td><code>{}</code>{}</td></tr>\n",
           c.event, escape(c.kind), escape(c.shapes),
-          c.node_index ? std::to_string(*c.node_index) : "", class_cell(c.worst), max_ulp(c), stats,
-          extract_line(c), carried_note(c));
+          c.node_index ? std::to_string(*c.node_index) : "", escape(c.region),
+          class_cell(c.worst), max_ulp(c), stats, extract_line(c), carried_note(c));
     }
     out_ << "</tbody></table></section>\n";
   }

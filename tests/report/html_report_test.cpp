@@ -211,6 +211,12 @@ TEST_CASE(
   REQUIRE(first_row != std::string::npos);
   CHECK(html.substr(first_row, 8 + std::to_string(commands[11]->event).size() + 5) ==
         fmt::format("<tr><td>{}</td>", commands[11]->event));
+  // Each row names its region, which tells apart the rows of one command compared as several.
+  CHECK(has(html, "<th>node</th><th>region</th>"));
+  REQUIRE_FALSE(commands[11]->region.empty());
+  const auto row_end = html.find("</tr>", first_row);
+  CHECK(html.substr(first_row, row_end - first_row)
+            .find("<td>" + commands[11]->region + "</td>") != std::string::npos);
   CHECK(dr::worse_command(*commands[11], *commands[10]));
   CHECK_FALSE(dr::worse_command(*commands[10], *commands[11]));
   CHECK(dr::worse_command(*commands[10], *commands[9]));  // 12 ULP before 11
