@@ -1,8 +1,8 @@
 #include "cli_support.h"
 
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -254,9 +254,6 @@ std::optional<std::string> refused_among(std::initializer_list<OutputFile> outpu
   }
   return std::nullopt;
 }
-}  // namespace
-
-namespace {
 
 // The original standard output, once a report file claimed it (reserve_stdout_for_report), and
 // that file's path as the command named it; -1 and "" before.
@@ -340,16 +337,13 @@ std::optional<std::string> refused_outputs(std::initializer_list<OutputFile> out
   return std::nullopt;
 }
 
-
 // "; the events recorded so far are in OUT.partial (`vtrace repair OUT.partial -o OUT` finishes
 // it)" when the writer left one that holds bytes, else "; nothing had reached the file, and none
 // is left" (a sink that wrote nothing removes its .partial).
 std::string partial_note(const std::string& output) {
-  std::error_code ec;
-  const std::string partial = output + ".partial";
-  const bool regular = std::filesystem::is_regular_file(partial, ec);
-  const auto size = regular ? std::filesystem::file_size(partial, ec) : 0;
-  if (!regular || ec || size == 0) return "; nothing had reached the file, and none is left";
+  const auto found = schema::recoverable_partial(output);
+  if (!found) return "; nothing had reached the file, and none is left";
+  const std::string partial = found->string();
   return fmt::format(
       "; the events recorded so far are in {} (`{}` finishes it)", partial,
       shell_command({"vtrace", "repair", path_argument(partial), "-o",

@@ -40,13 +40,12 @@ int write_timeline_file(const std::string& trace, const std::string& output,
   });
   if (!written) return kExitUsage;
   if (!quiet) {
-    const std::string line = fmt::format(
+    // On stderr when the timeline itself went to standard output (refused_outputs).
+    fmt::print(
         "timeline: {} ({}; {} tracks, {} batches, {} commands, {} flows, {} counter "
         "samples)\n",
         output, profiled ? "durations of this replay" : "laid out by event order", stats.tracks,
         stats.batches, stats.commands, stats.flows, stats.counters);
-    // On stderr when the timeline itself went to standard output (refused_outputs).
-    fmt::print("{}", line);
   }
   return kExitOk;
 }

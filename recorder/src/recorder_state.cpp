@@ -183,16 +183,10 @@ RecorderCloseResult RecordingRuntime::State::close_locked(const CloseReason& rea
   if (!*close_result) {
     std::string left;
     if (!trace_path.empty()) {
-      auto partial = trace_path;
-      partial += ".partial";
-      // Named only if it holds bytes: a sink that wrote nothing removes its empty .partial.
-      std::error_code ec;
-      const bool regular = std::filesystem::is_regular_file(partial, ec);
-      const auto size = regular ? std::filesystem::file_size(partial, ec) : 0;
-      if (regular && !ec && size > 0) {
+      if (const auto partial = schema::recoverable_partial(trace_path)) {
         left = fmt::format(
             "; the events recorded so far are in {} (`vtrace repair {} -o {}` finishes it)",
-            partial.string(), partial.string(), schema::repair_output_for(trace_path).string());
+            partial->string(), partial->string(), schema::repair_output_for(trace_path).string());
       } else {
         left = "; nothing had reached the file, and none is left";
       }

@@ -190,6 +190,16 @@ std::filesystem::path repair_output_for(const std::filesystem::path& trace) {
   return repaired;
 }
 
+std::optional<std::filesystem::path> recoverable_partial(const std::filesystem::path& trace) {
+  auto partial = trace;
+  partial += ".partial";
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(partial, ec)) return std::nullopt;
+  const auto size = std::filesystem::file_size(partial, ec);
+  if (ec || size == 0) return std::nullopt;
+  return partial;
+}
+
 TraceResult<RepairReport> repair_trace(const ByteSource& source, const OpenOutput& open_output,
                                        const RepairOptions& options) {
   RepairReport report;

@@ -91,6 +91,11 @@ using OpenOutput = std::function<TraceResult<std::unique_ptr<ByteSink>>()>;
 // refuse; then "<stem>.repaired<ext>" beside it. For the messages that suggest that command.
 std::filesystem::path repair_output_for(const std::filesystem::path& trace);
 
+// "<trace>.partial" when it is a regular file that holds bytes (a recording cut short, for
+// `vtrace repair`); nullopt when there is none, or only an empty one (a sink that wrote nothing
+// removes its own, byte_io.h). For the messages that name what a failed recording left.
+std::optional<std::filesystem::path> recoverable_partial(const std::filesystem::path& trace);
+
 TraceResult<RepairReport> repair_trace(const ByteSource& source, const OpenOutput& open_output,
                                        const RepairOptions& options = {});
 
