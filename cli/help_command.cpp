@@ -116,10 +116,32 @@ namespace {
 // Words of the command line that start with '-' and name an existing file (`-a.vtrace`): CLI11
 // reads them as options, so a refusal says how such a file is named (usage_failure_message).
 std::vector<std::string> g_dash_files;
+// The command line's words after the program's name, as typed (usage_failure_message orders the
+// words CLI11 did not expect by them).
+std::vector<std::string> g_words;
+
+// `unexpected` (CLI11's leftovers, in its own order) in the order they were typed.
+std::vector<std::string> in_typed_order(std::vector<std::string> unexpected) {
+  std::vector<std::string> ordered;
+  for (const std::string& word : g_words) {
+    const auto it = std::find(unexpected.begin(), unexpected.end(), word);
+    if (it == unexpected.end()) continue;
+    ordered.push_back(word);
+    unexpected.erase(it);
+  }
+  ordered.insert(ordered.end(), unexpected.begin(), unexpected.end());  // not typed as such
+  return ordered;
+}
+
+std::string not_expected(const std::vector<std::string>& words) {
+  return fmt::format("the following argument{} not expected: {}",
+                     words.size() == 1 ? " was" : "s were", fmt::join(words, " "));
+}
 }  // namespace
 
 std::optional<int> run_before_parse(const CLI::App& app, int argc, const char* const* argv) {
   g_dash_files.clear();
+  g_words.assign(argv + std::min(argc, 1), argv + argc);
   for (int i = 1; i < argc; ++i) {
     const std::string_view word = argv[i];
     if (word == "--") break;
@@ -187,6 +209,15 @@ std::string usage_failure_message(const CLI::App* app, const CLI::Error& error) 
     what = fmt::format("{}: {} is out of range", name, what.substr(equals + 3));
   }
   const auto parsed = app->get_subcommands();
+  // CLI11 lists the words it did not expect in its own order, and checks a missing required
+  // option first, so that `compare t.vtrace -r cpu` would say only that --runtimes is required.
+  const std::vector<std::string> extras =
+      in_typed_order(app->remaining(true));
+  if (dynamic_cast<const CLI::ExtrasError*>(&error) != nullptr && !extras.empty()) {
+    what = not_expected(extras);
+  } else if (dynamic_cast<const CLI::RequiredError*>(&error) != nullptr && !extras.empty()) {
+    what += ", and " + not_expected(extras);
+  }
   const std::string help =
       parsed.empty() ? "vtrace help" : fmt::format("vtrace help {}", parsed.front()->get_name());
   if (!g_dash_files.empty()) {

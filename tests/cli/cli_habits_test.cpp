@@ -318,6 +318,15 @@ TEST_CASE("CLI11 refusals are one line with the vtrace prefix and exit 2", "[cli
                      std::string("--payload-bytes: -1 is negative")},
            std::pair{std::string("replay"), std::string("trace is required")},
            std::pair{std::string(""), std::string("a subcommand is required")},
+           // The words not expected come as typed (CLI11 lists `-r cpu` as `cpu -r`), and also
+           // when a required option is missing (record's `-r` where compare wants --runtimes).
+           std::pair{fmt::format("compare {} --runtimes cpu,reference -r cpu", golden("tiny")),
+                     std::string("the following arguments were not expected: -r cpu;")},
+           std::pair{fmt::format("replay {} --bogus x --y", golden("tiny")),
+                     std::string("the following arguments were not expected: --bogus x --y;")},
+           std::pair{fmt::format("compare {} -r cpu -r reference", golden("tiny")),
+                     std::string("--runtimes is required, and the following arguments were not "
+                                 "expected: -r cpu -r reference;")},
        }) {
     INFO(arguments);
     auto run = run_vtrace(arguments);
