@@ -7,6 +7,7 @@
 #include "trace_fixtures.h"
 #include "vtrace/replayer/comparator.h"
 #include "vtrace/replayer/step_executor.h"
+#include "vtrace/runtime/forwarding_runtime.h"
 #include "vtrace/runtime/registry.h"
 #include "vtrace/schema/trace_reader.h"
 
@@ -38,6 +39,23 @@ Runtimes open_reference() {
   REQUIRE(auxiliary.has_value());
   return {std::move(*primary), std::move(*auxiliary)};
 }
+
+// A runtime whose batches, once `fail_waits` is set, run and fail (a terminal failure, what a
+// device fault reports at the fence; the host runtimes never do).
+class FailingWaits final : public rt::ForwardingRuntime {
+ public:
+  using ForwardingRuntime::ForwardingRuntime;
+  std::expected<rt::TerminalReceipt, rt::FenceIndeterminate> wait_fence(
+      const rt::Fence& fence) override {
+    auto receipt = ForwardingRuntime::wait_fence(fence);
+    if (receipt && fail_waits) {
+      receipt->terminal.failure =
+          rt::RuntimeError(rt::ErrorKind::kInternal, "injected: the batch failed on the device");
+    }
+    return receipt;
+  }
+  bool fail_waits = false;
+};
 
 // The error kind of a refused access (REQUIREs the refusal).
 template <typename T>
@@ -122,4 +140,29 @@ TEST_CASE("read_buffer and write_buffer refuse what they cannot do", "[replayer]
   CHECK(*back == two);
   CHECK(refusal(executor.read_buffer(*f16_buffer, {1u << 30, 2})) ==
         rp::BufferAccessError::Kind::kRuntime);
+}
+
+TEST_CASE("a private write whose batch ran and failed is an error, not a success",
+          "[replayer][executor]") {
+  ScratchDir dir("replayer-executor-terminal");
+  const rp::ReplayPlan plan = decode_plan(dir);
+  auto runtimes = open_reference();
+  FailingWaits failing(std::move(runtimes.primary));
+  rp::StepExecutor executor(plan, failing, *runtimes.auxiliary);
+  std::optional<std::uint64_t> f16_buffer;
+  for (const auto& s : plan.steps()) {
+    (void)executor.execute(s);
+    if (const auto* a = std::get_if<rp::step::Allocate>(&s.body);
+        a && a->buffer && a->descriptor && a->descriptor->element_type == rt::ElementType::kF16) {
+      f16_buffer = *a->buffer;
+      break;
+    }
+  }
+  REQUIRE(f16_buffer.has_value());
+  const std::vector<std::uint8_t> two = {0x00, 0x3C};
+  REQUIRE(executor.write_buffer(*f16_buffer, 0, two).has_value());
+  failing.fail_waits = true;
+  const auto written = executor.write_buffer(*f16_buffer, 0, two);
+  CHECK(refusal(written) == rp::BufferAccessError::Kind::kRuntime);
+  if (!written) CHECK_THAT(written.error().message, Catch::Contains("injected"));
 }
