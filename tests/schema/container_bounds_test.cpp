@@ -118,3 +118,65 @@ TEST_CASE(
     CHECK_THAT(e.message, Catch::Contains(fmt::format("frame 0 at offset {}", header.size())));
   }
 }
+
+TEST_CASE("a byte-plane payload of an odd byte count is refused as corrupt",
+          "[schema][bounds]") {
+  // Byte planes split 16-bit elements into their low and high bytes: an odd count has no such
+  // split, whatever the record's id says.
+  const Bytes good = trace_of(3);
+  Bytes file(good.begin(), good.begin() + 8 + vs::testing::read_u32(good, 4));
+  const Bytes stored = {0x01, 0x02, 0x03};
+  const XXH128_hash_t id = XXH3_128bits(stored.data(), stored.size());
+  Bytes blob;
+  put_le(blob, id.low64, 8);
+  put_le(blob, id.high64, 8);
+  put_le(blob, stored.size(), 8);
+  blob.push_back(static_cast<std::uint8_t>(vs::BlobEncoding::kBytePlanes16));
+  blob.resize(vs::kBlobRecordHeaderBytes, 0);
+  blob.insert(blob.end(), stored.begin(), stored.end());
+  Bytes records;
+  put_le(records, blob.size(), 4);
+  records.push_back(static_cast<std::uint8_t>(vs::RecordKind::kBlob));
+  records.insert(records.end(), blob.begin(), blob.end());
+  const Bytes frame = hand_frame(records, records.size(), 17);
+  file.insert(file.end(), frame.begin(), frame.end());
+  const auto e = refused(file);
+  CHECK(e.kind == vs::TraceErrorKind::kCorrupt);
+  CHECK_THAT(e.message, Catch::Contains("claims 3 decoded bytes but stores 3 with encoding 1"));
+}
+
+TEST_CASE("a footer that gives a frame more bytes than its zstd frame has is refused on reading",
+          "[schema][bounds]") {
+  // 8 bytes (an empty skippable frame) between the last data frame and the footer, and a footer
+  // whose last frame entry counts them: its frames still end at the footer, but the zstd frame
+  // ends 8 bytes before the indexed end.
+  const Bytes good = trace_of(30);
+  const std::uint64_t foff = vs::testing::footer_offset(good);
+  Bytes spliced(good.begin(), good.begin() + static_cast<std::ptrdiff_t>(foff));
+  put_le(spliced, 0x184D2A50u, 4);
+  put_le(spliced, 0, 4);
+  spliced.insert(spliced.end(), good.begin() + static_cast<std::ptrdiff_t>(foff), good.end());
+  const std::uint64_t moved = foff + 8;
+  std::memcpy(spliced.data() + spliced.size() - vs::kTrailerBytes, &moved, 8);
+  std::uint64_t last_frame = 0;
+  std::uint64_t last_first_event = 0;
+  const Bytes file = vs::testing::with_rebuilt_footer(spliced, [&](auto& frames, auto&) {
+    auto& f = frames.back();
+    last_frame = frames.size() - 1;
+    last_first_event = f.first_event();
+    f = vs::testing::frame_with(f, f.file_offset(), f.compressed_bytes() + 8, f.content_bytes());
+  });
+  auto r = vs::TraceReader::open(vs::memory_source(file, "longer.vtrace"),
+                                 vs::testing::synthetic_options());
+  REQUIRE(r.has_value());
+  REQUIRE((*r)->complete());
+  REQUIRE(last_frame > 0);
+  // The frames before it read as they are; the last one is refused.
+  CHECK((*r)->visit_events(0, last_first_event, [](auto, auto) { return true; }).has_value());
+  const auto read = (*r)->visit_events(0, (*r)->event_count(), [](auto, auto) { return true; });
+  REQUIRE_FALSE(read.has_value());
+  CHECK(read.error().kind == vs::TraceErrorKind::kCorrupt);
+  CHECK_THAT(read.error().message,
+             Catch::Contains(fmt::format("frame {} at offset", last_frame)) &&
+                 Catch::Contains("the index says"));
+}

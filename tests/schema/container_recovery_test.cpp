@@ -226,3 +226,51 @@ TEST_CASE("the totals of a cut trace count only the recovered frames and prefix"
   }
   CHECK(prefixes_checked > 0);
 }
+
+TEST_CASE("a cut frame whose decodable prefix ends inside a record's 5-byte prefix recovers the "
+          "records before it",
+          "[schema]") {
+  // zstd decodes a cut frame up to its last complete block, and a block may end anywhere: here
+  // 1 to 4 bytes into the third record's length-and-kind prefix (a frame made by hand: one raw
+  // block that is not the last, and the file ends there).
+  vs::TraceWriterOptions o;
+  auto state = std::make_shared<MemorySink::State>();
+  auto writer = vs::TraceWriter::create(std::make_unique<MemorySink>(state), {}, o);
+  REQUIRE(writer.has_value());
+  REQUIRE((*writer)->close({}).has_value());
+  Bytes header;
+  {
+    std::lock_guard lk(state->mu);
+    header = state->bytes;
+  }
+  header.resize(8 + vs::testing::read_u32(header, 4));
+  Bytes records;
+  const auto put_le = [](Bytes& out, std::uint64_t v, int n) {
+    for (int i = 0; i < n; ++i) out.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
+  };
+  for (std::uint32_t ordinal = 0; ordinal < 3; ++ordinal) {
+    const Bytes e = synthetic_event(ordinal);
+    put_le(records, e.size(), 4);
+    records.push_back(static_cast<std::uint8_t>(vs::RecordKind::kEvent));
+    records.insert(records.end(), e.begin(), e.end());
+  }
+  const std::size_t third =
+      2 * vs::kRecordPrefixBytes + synthetic_event(0).size() + synthetic_event(1).size();
+  for (std::size_t stray = 1; stray < vs::kRecordPrefixBytes; ++stray) {
+    INFO(stray << " bytes of the third record's prefix");
+    const Bytes block(records.begin(), records.begin() + static_cast<std::ptrdiff_t>(third + stray));
+    Bytes file = header;
+    put_le(file, 0xFD2FB528u, 4);
+    file.push_back(0x04);       // no content size, not single segment, content checksum
+    file.push_back(7u << 3);    // window 2^17
+    put_le(file, block.size() << 3, 3);  // a raw block, not the last
+    file.insert(file.end(), block.begin(), block.end());
+    auto r = vs::TraceReader::open(vs::memory_source(file, "cut.vtrace"), synthetic_options());
+    REQUIRE(r.has_value());
+    CHECK((*r)->event_count() == 2);
+    REQUIRE((*r)->frames().size() == 1);
+    CHECK_FALSE((*r)->frames().front().complete);
+    CHECK((*r)->frames().front().content_bytes == third);
+    CHECK_THAT((*r)->recovery().note, Catch::Contains("is cut inside frame 0"));
+  }
+}
