@@ -180,3 +180,24 @@ TEST_CASE("a footer that gives a frame more bytes than its zstd frame has is ref
              Catch::Contains(fmt::format("frame {} at offset", last_frame)) &&
                  Catch::Contains("the index says"));
 }
+
+TEST_CASE("a footer whose frame index stops short of the footer is refused", "[schema][bounds]") {
+  // The last frame's entry left out (and the totals made to agree): its events would be silently
+  // missing from a trace that otherwise reads as complete.
+  const Bytes good = trace_of(30);
+  std::uint64_t indexed_end = 0;
+  const auto e = refused(vs::testing::with_rebuilt_footer(
+      good, [&](auto& frames, auto&, vtrace::container::Totals& totals) {
+        REQUIRE(frames.size() > 1);
+        const auto last = frames.back();
+        frames.pop_back();
+        indexed_end = last.file_offset();
+        totals = vtrace::container::Totals(
+            totals.events() - last.event_count(), totals.blobs(), totals.payload_raw_bytes(),
+            totals.payload_stored_bytes(), totals.compressed_bytes(), totals.blob_references());
+      }));
+  CHECK(e.kind == vs::TraceErrorKind::kCorrupt);
+  CHECK_THAT(e.message, Catch::Contains(fmt::format(
+                            "the footer's frames end at offset {}, not at the footer ({})",
+                            indexed_end, vs::testing::footer_offset(good))));
+}

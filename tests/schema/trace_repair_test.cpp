@@ -314,6 +314,12 @@ TEST_CASE(
     CHECK(d.bytes == input.size() - frames[2].file_offset);
     CHECK(d.first_event == frames[2].first_event);
     CHECK_FALSE(d.events_lost.has_value());
+    // What the input was: the salvage scan's note, with what it recovered before the damage.
+    CHECK_THAT(r.report->input_state,
+               Catch::Contains(fmt::format("frame 2 at offset {}", frames[2].file_offset)) &&
+                   Catch::EndsWith(fmt::format("(recovered {} events from the 2 complete frames "
+                                               "before it)",
+                                               frames[2].first_event)));
   }
 }
 
