@@ -314,6 +314,7 @@ TEST_CASE(
     CHECK(d.bytes == input.size() - frames[2].file_offset);
     CHECK(d.first_event == frames[2].first_event);
     CHECK_FALSE(d.events_lost.has_value());
+    CHECK_THAT(d.reason, Catch::EndsWith("; everything after it is dropped with it"));
     // What the input was: the salvage scan's note, with what it recovered before the damage.
     CHECK_THAT(r.report->input_state,
                Catch::Contains(fmt::format("frame 2 at offset {}", frames[2].file_offset)) &&
@@ -492,5 +493,21 @@ TEST_CASE("repair_output_for names the trace, or a sibling when something else t
   CHECK(vs::repair_output_for(dir / "file.vtrace") == dir / "file.vtrace");  // replaced
   std::filesystem::create_directory(dir / "taken.vtrace");
   CHECK(vs::repair_output_for(dir / "taken.vtrace") == dir / "taken.repaired.vtrace");
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("recoverable_partial names a .partial that holds bytes, and nothing else", "[schema]") {
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("vtrace-recoverable-partial-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const auto trace = dir / "run.vtrace";
+  CHECK_FALSE(vs::recoverable_partial(trace).has_value());  // none
+  { std::ofstream(dir / "run.vtrace.partial"); }
+  CHECK_FALSE(vs::recoverable_partial(trace).has_value());  // empty: nothing to recover
+  { std::ofstream(dir / "run.vtrace.partial") << "bytes"; }
+  CHECK(vs::recoverable_partial(trace) == std::optional(dir / "run.vtrace.partial"));
+  std::filesystem::create_directory(dir / "dir.vtrace.partial");
+  CHECK_FALSE(vs::recoverable_partial(dir / "dir.vtrace").has_value());  // not a regular file
   std::filesystem::remove_all(dir);
 }
