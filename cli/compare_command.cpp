@@ -11,6 +11,7 @@
 #include "drift_text.h"
 #include "report_files.h"
 #include "runtime_flags.h"
+#include "vtrace/drift/extract.h"
 #include "vtrace/drift/lockstep.h"
 
 namespace vtrace::cli {
@@ -105,13 +106,19 @@ int run_compare(const CompareCommandOptions& o, const GlobalOptions& global) {
   if (o.deep) reproduce += " --deep";
   if (o.resync) reproduce += " --resync";
   reproduce += open_option_words(options.open);
-  if (!global.quiet || !report->matched()) print_drift_report(*report, reproduce);
+  // extract runs the baseline alone: only the options it takes.
+  const std::string extract_options =
+      open_option_words(taken_by(options.open, options.runtimes.front()));
+  std::string extract;
+  if (const auto& f = report->first_divergence; f && f->command && report->command_of(*f)) {
+    extract = drift::extract_command_line(o.trace, f->event, options.runtimes.front(),
+                                          extract_options);
+  }
+  if (!global.quiet || !report->matched()) print_drift_report(*report, reproduce, extract);
   flush_stdout();
   if (o.json && !write_json_report(*o.json, report->to_json())) return kExitUsage;
-  if (o.html &&
-      !write_html_file(*o.html, *report,
-                       {"vtrace compare", reproduce, o.trace,
-                        open_option_words(taken_by(options.open, options.runtimes.front()))})) {
+  if (o.html && !write_html_file(*o.html, *report,
+                                 {"vtrace compare", reproduce, o.trace, extract_options})) {
     return kExitUsage;
   }
   return report->matched() ? kExitOk : kExitMismatch;

@@ -54,7 +54,8 @@ void print_introduced(const drift::CompareReport& r) {
 
 }  // namespace
 
-void print_drift_report(const drift::CompareReport& r, const std::string& reproduce) {
+void print_drift_report(const drift::CompareReport& r, const std::string& reproduce,
+                        const std::string& extract) {
   const auto n = r.counts();
   fmt::print("{} on {} (baseline {}, check {}{}): {} events, {} results compared{}\n", r.trace,
              fmt::format("{}", fmt::join(r.runtimes, ", ")), r.runtimes.front(), r.check,
@@ -82,6 +83,7 @@ void print_drift_report(const drift::CompareReport& r, const std::string& reprod
       }
     }
     fmt::print("  reproduce: {}\n", reproduce);
+    if (!extract.empty()) fmt::print("  extract: {}\n", extract);
   }
   for (std::size_t i = 0; i < std::min<std::size_t>(10, r.structural.size()); ++i) {
     const auto& d = r.structural[i];

@@ -10,8 +10,10 @@
 
 namespace vtrace::cli {
 
-// Prints `report`; `reproduce` is the command line shown under the first divergence.
-void print_drift_report(const drift::CompareReport& report, const std::string& reproduce);
+// Prints `report`; `reproduce` is the command line shown under the first divergence, and
+// `extract`, when not empty, the one that extracts its command (drift::extract_command_line).
+void print_drift_report(const drift::CompareReport& report, const std::string& reproduce,
+                        const std::string& extract = {});
 
 // The warnings `vtrace replay` gives for a recovered trace (stderr, even with --quiet: they
 // qualify the result), each naming the file: what the reader recovered and how many events

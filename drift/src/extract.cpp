@@ -10,6 +10,7 @@
 
 #include "vtrace/drift/command_effects.h"
 #include "vtrace/recorder/recording_runtime.h"
+#include "vtrace/replayer/shell_words.h"
 #include "vtrace/replayer/step_executor.h"
 #include "vtrace/schema/trace_reader.h"
 
@@ -417,6 +418,15 @@ nlohmann::json ExtractReport::to_json() const {
           {"difference", difference.empty() ? nlohmann::json(nullptr) : nlohmann::json(difference)},
           {"complete", !recovered.has_value()},
           {"recovery", recovered ? recovered->to_json() : nlohmann::json(nullptr)}};
+}
+
+std::string extract_command_line(const std::string& trace, std::uint64_t event,
+                                 const std::string& baseline, const std::string& open_words) {
+  std::string line =
+      rp::shell_command({"vtrace", "extract", rp::path_argument(trace), "--event",
+                         std::to_string(event), "-o", fmt::format("repro-{}.vtrace", event)});
+  if (baseline != "reference") line += " " + rp::shell_command({"--runtime", baseline});
+  return line + open_words;
 }
 
 std::expected<ExtractReport, rp::ReplayFailure> extract_commands(

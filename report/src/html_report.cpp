@@ -9,7 +9,7 @@
 #include <cmath>
 #include <map>
 
-#include "vtrace/replayer/shell_words.h"
+#include "vtrace/drift/extract.h"
 
 namespace vtrace::report {
 
@@ -160,15 +160,11 @@ class Page {
 
  private:
   std::string extract_line(const CommandComparison& c) const {
-    if (o_.trace_path.empty() || !c.command) return escape(o_.reproduce);
-    std::string line = replayer::shell_command(
-        {"vtrace", "extract", replayer::path_argument(o_.trace_path), "--event",
-         std::to_string(c.event), "-o", fmt::format("repro-{}.vtrace", c.event)});
-    // extract's baseline defaults to reference: name any other.
-    if (!r_.runtimes.empty() && r_.runtimes.front() != "reference") {
-      line += " " + replayer::shell_command({"--runtime", r_.runtimes.front()});
+    if (o_.trace_path.empty() || !c.command || r_.runtimes.empty()) {
+      return escape(o_.reproduce);
     }
-    return escape(line + o_.extract_options);
+    return escape(drift::extract_command_line(o_.trace_path, c.event, r_.runtimes.front(),
+                                              o_.extract_options));
   }
 
   // A repro runs its command on the baseline's inputs, so it shows the error the command

@@ -626,6 +626,17 @@ TEST_CASE(
     CHECK(report["first_divergence"].contains(key));
   }
   CHECK(report["first_divergence"]["class"] != "bitwise");  // within_1_ulp here: split-k rounding
+  // The divergent command's extract line (reference, extract's default baseline, is not named),
+  // which runs as printed but for where it writes.
+  const auto first = report["first_divergence"]["event"].get<std::uint64_t>();
+  const std::string extract_line =
+      fmt::format("vtrace extract {} --event {} -o repro-{}.vtrace", trace, first, first);
+  CHECK_THAT(drift.output, Catch::Contains(fmt::format("  extract: {}\n", extract_line)));
+  const auto repro = (dir / "repro.vtrace").string();
+  auto extracted = run_vtrace(fmt::format("extract {} --event {} -o {}", trace, first, repro));
+  INFO(extracted.output);
+  CHECK(extracted.code == 0);
+  CHECK(run_vtrace(fmt::format("replay {} --runtime cpu-splitk", repro)).code == 1);
   const auto& command = report["commands"][0];
   for (const char* key : {"ordinal", "kind", "shapes", "runtimes"}) {
     INFO(key);
@@ -704,6 +715,10 @@ TEST_CASE("reproduce lines carry how the runtimes were opened, and reproduce as 
   const std::string page{std::istreambuf_iterator<char>(page_in), {}};
   CHECK_THAT(page, Catch::Contains(" --runtime cpu --threads 2 --isa portable --device-memory "
                                    "1073741824</code>"));
+  // So does the text report's extract line under the first divergence.
+  CHECK_THAT(paged.output, Catch::Contains(" -o repro-") &&
+                               Catch::Contains(".vtrace --runtime cpu --threads 2 --isa portable "
+                                               "--device-memory 1073741824\n"));
   auto on_reference = run_vtrace(fmt::format(
       "compare {} --runtimes reference,cpu-splitk --threads 2 --deep --html {}", trace, html));
   CHECK(on_reference.code == 1);

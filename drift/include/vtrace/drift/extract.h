@@ -92,4 +92,11 @@ std::expected<ExtractReport, replayer::ReplayFailure> extract_commands(
     const std::filesystem::path& trace, const std::filesystem::path& output,
     const ExtractOptions& options, const runtime::RuntimeRegistry& registry);
 
+// The `vtrace extract` command line that writes the repro of the command encoded at `event` to
+// repro-<event>.vtrace, shell-quoted: `--runtime baseline` when the baseline is not extract's
+// default (reference), then `open_words` as given (runtime options with their leading spaces,
+// replayer::open_option_words). What compare's reports print beside a command that diverges.
+std::string extract_command_line(const std::string& trace, std::uint64_t event,
+                                 const std::string& baseline, const std::string& open_words);
+
 }  // namespace vtrace::drift
