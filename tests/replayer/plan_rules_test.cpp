@@ -8,6 +8,8 @@
 
 #include "trace_fixtures.h"
 #include "vtrace/replayer/replay_plan.h"
+#include "vtrace/runtime/immediate.h"
+#include "vtrace/runtime/registry.h"
 #include "vtrace/runtime/error.h"
 #include "vtrace/schema/events.h"
 #include "vtrace/schema/trace_reader.h"
@@ -128,4 +130,34 @@ TEST_CASE("the plan refuses an event naming an object after the event that relea
   CHECK(error.message ==
         fmt::format("event {} (EncodeZero): names buffer#0 after the event that released it",
                     ordinal));
+}
+
+TEST_CASE("the plan holds each distinct payload once and counts its bytes once", "[replayer]") {
+  vtrace::test::ScratchDir dir("replayer-plan-payloads");
+  const auto path = dir / "payloads.vtrace";
+  // A: 64 bytes uploaded twice; B: 32 other bytes uploaded once and read back (the readback's
+  // payload is B again). Four events name a payload; two payloads are distinct.
+  const std::vector<std::uint8_t> a(64, 0x3C);
+  std::vector<std::uint8_t> b(32);
+  for (std::size_t i = 0; i < b.size(); ++i) b[i] = static_cast<std::uint8_t>(i);
+  vtrace::test::record_calls(rt::default_registry(), "reference", path, [&](rt::DeviceRuntime& r) {
+    auto stream = r.create_stream();
+    REQUIRE(stream.has_value());
+    auto first = vtrace::test::f16_buffer(r, "resource.a", a.size());
+    auto second = vtrace::test::f16_buffer(r, "resource.b", b.size());
+    REQUIRE(rt::immediate::upload(r, **stream, *first, a).has_value());
+    REQUIRE(rt::immediate::upload(r, **stream, *first, a).has_value());
+    REQUIRE(rt::immediate::upload(r, **stream, *second, b).has_value());
+    const auto back = rt::immediate::readback(r, **stream, *second);
+    REQUIRE(back.has_value());
+    REQUIRE(*back == b);
+  });
+  auto reader = vs::TraceReader::open(path);
+  REQUIRE(reader.has_value());
+  auto plan = rp::ReplayPlan::build(**reader);
+  REQUIRE(plan.has_value());
+  CHECK(plan->payload_bytes() == a.size() + b.size());
+  const auto* held = plan->payload(vs::blob_id_of(b.data(), b.size()));
+  REQUIRE(held != nullptr);
+  CHECK(*held == b);
 }

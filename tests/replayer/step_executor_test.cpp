@@ -7,7 +7,9 @@
 #include "trace_fixtures.h"
 #include "vtrace/replayer/comparator.h"
 #include "vtrace/replayer/step_executor.h"
+#include "vtrace/replayer/object_table.h"
 #include "vtrace/runtime/forwarding_runtime.h"
+#include "vtrace/runtime/immediate.h"
 #include "vtrace/runtime/registry.h"
 #include "vtrace/schema/trace_reader.h"
 
@@ -165,4 +167,49 @@ TEST_CASE("a private write whose batch ran and failed is an error, not a success
   const auto written = executor.write_buffer(*f16_buffer, 0, two);
   CHECK(refusal(written) == rp::BufferAccessError::Kind::kRuntime);
   if (!written) CHECK_THAT(written.error().message, Catch::Contains("injected"));
+}
+
+TEST_CASE("the object table forgets what the recording released or consumed",
+          "[replayer][executor]") {
+  auto runtimes = open_reference();
+  rt::DeviceRuntime& r = *runtimes.primary;
+  rp::ObjectTable table(*runtimes.auxiliary);
+  auto stream = r.create_stream();
+  REQUIRE(stream.has_value());
+  rt::BufferPtr buffer = vtrace::test::f16_buffer(r, "resource.table", 64);
+  auto submitted = r.encode_zero(*buffer, 0, 2);
+  auto kept = r.encode_zero(*buffer, 2, 2);
+  REQUIRE(submitted.has_value());
+  REQUIRE(kept.has_value());
+  auto fence = rt::immediate::submit_and_wait(
+      r, **stream, rt::CommandBatch::singleton(std::move(*submitted)));
+  REQUIRE(fence.has_value());
+  const auto own = [](std::uint64_t ordinal) {
+    return rp::ObjectRef{ordinal, rp::ObjectRef::Space::kOwn};
+  };
+  table.keep_stream(1, std::move(*stream));
+  table.keep_buffer(2, std::move(buffer));
+  table.keep_command(3, std::move(*kept));
+  table.keep_fence(4, std::move(*fence));
+  CHECK(table.stream(own(1)) != nullptr);
+  CHECK(table.buffer(own(2)) != nullptr);
+  CHECK(table.fence(own(4)) != nullptr);
+  CHECK(table.stream(own(2)) == nullptr);  // each kind has its own ordinals
+  // A command is taken once: a submit consumes it.
+  auto taken = table.take_command(own(3), true);
+  REQUIRE(taken.has_value());
+  CHECK(*taken != nullptr);
+  taken->reset();
+  CHECK_FALSE(table.take_command(own(3), true).has_value());
+  CHECK_FALSE(table.take_command(own(3), false).has_value());
+  table.release(rp::ObjectKind::kFence, 4);
+  CHECK(table.fence(own(4)) == nullptr);
+  table.release(rp::ObjectKind::kBuffer, 2);
+  CHECK(table.buffer(own(2)) == nullptr);
+  table.release(rp::ObjectKind::kStream, 1);
+  CHECK(table.stream(own(1)) == nullptr);
+  // What the runtime saw: the buffer was freed when the table released it.
+  const auto counters = r.counter_snapshot();
+  REQUIRE(counters.has_value());
+  CHECK(counters->live_allocations == 0);
 }
