@@ -1,5 +1,6 @@
-// Replay of traces whose events reference what cannot exist: an object no event created, an event
-// whose sequence number is out of order, a region past its buffer or whose end overflows u64, and
+// Replay of traces whose events reference what cannot exist: an object no event created, a permit
+// no Admit returned, a SubmitEnd of no SubmitBegin, an event whose sequence number is out of
+// order, a region past its buffer or whose end overflows u64, and
 // a footer claiming 2^40 events. Each fails with one error naming the event (or the frame), before
 // the runtime is asked to do anything impossible and before anything is sized by the claim.
 #include <container_generated.h>
@@ -87,6 +88,40 @@ TEST_CASE("replay refuses an event naming an object no event created, naming the
   const std::string outcome = replay_outcome(path);
   CHECK(outcome ==
         fmt::format("{}: event {} (Readback): names buffer#99 before any event created it",
+                    path.string(), n));
+}
+
+TEST_CASE("replay refuses an allocation with a permit no Admit returned, naming the event",
+          "[replayer][bounds]") {
+  ScratchDir dir("bad-ref-permit");
+  const auto path = dir / "t.vtrace";
+  std::uint64_t generation = 0;
+  (void)tiny_with_patched(path, "Admit", [&](Bytes& b, const fb::Event& e) {
+    const std::uint8_t* field = reinterpret_cast<const flatbuffers::Table*>(e.body_as_Admit())
+                                    ->GetAddressOf(fb::Admit::VT_PERMIT_GENERATION);
+    REQUIRE(field != nullptr);
+    generation = e.body_as_Admit()->permit_generation().value();
+    patch_u64(b, field, 99);  // the Admit now returned generation 99
+  });
+  const std::uint64_t allocate = vtrace::test::first_event_of_kind(path, "Allocate");
+  CHECK(replay_outcome(path) ==
+        fmt::format("{}: event {} (Allocate): allocates with permit generation {}, which no "
+                    "Admit returned",
+                    path.string(), allocate, generation));
+}
+
+TEST_CASE("replay refuses a SubmitEnd that names no SubmitBegin before it, naming the event",
+          "[replayer][bounds]") {
+  ScratchDir dir("bad-ref-submit-end");
+  const auto path = dir / "t.vtrace";
+  const std::uint64_t n = tiny_with_patched(path, "SubmitEnd", [](Bytes& b, const fb::Event& e) {
+    const std::uint8_t* field = reinterpret_cast<const flatbuffers::Table*>(e.body_as_SubmitEnd())
+                                    ->GetAddressOf(fb::SubmitEnd::VT_BEGIN_SEQ);
+    REQUIRE(field != nullptr);
+    patch_u64(b, field, 0);  // event 0 opened the runtime
+  });
+  CHECK(replay_outcome(path) ==
+        fmt::format("{}: event {} (SubmitEnd): ends submit 0, which is not a SubmitBegin before it",
                     path.string(), n));
 }
 

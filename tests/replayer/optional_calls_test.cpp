@@ -11,6 +11,7 @@
 #include "vtrace/replayer/step_text.h"
 #include "vtrace/runtime/forwarding_runtime.h"
 #include "vtrace/runtime/registry.h"
+#include "vtrace/schema/event_links.h"
 #include "vtrace/schema/events.h"
 #include "vtrace/schema/trace_reader.h"
 #include "vtrace/schema/trace_writer.h"
@@ -334,6 +335,29 @@ TEST_CASE("a 1.1 OptionalCall of an import session method decodes into its typed
   auto no_payload = decode("static_weight_import.import_component", true, false);
   REQUIRE_FALSE(no_payload.has_value());
   CHECK(no_payload.error().message.find("lacks `payload`") != std::string::npos);
+}
+
+TEST_CASE("a 1.1 OptionalCall begin_static_weight_import creates the session its calls then use",
+          "[replayer]") {
+  const auto links = [](const char* method) {
+    flatbuffers::FlatBufferBuilder b;
+    const auto name = b.CreateString(method);
+    fb::OptionalCallBuilder call(b);
+    call.add_method(name);
+    call.add_supported(true);
+    call.add_session(5);
+    const auto body = call.Finish().Union();
+    const auto bytes = finish_event(b, 0, fb::EventBody::OptionalCall, body, true);
+    return schema::event_links(*schema::event_of(bytes));
+  };
+  const schema::ObjectLink session{schema::ObjectKind::kImportSession,
+                                   {5, schema::ObjectRef::Space::kOwn}};
+  const auto begin = links("begin_static_weight_import");
+  CHECK(begin.creates == std::vector{session});
+  CHECK(begin.uses.empty());
+  const auto seal = links("static_weight_import.seal");
+  CHECK(seal.uses == std::vector{session});
+  CHECK(seal.creates.empty());
 }
 
 TEST_CASE("a replay whose runtime answers an optional method differently reports the mismatch",
