@@ -1,10 +1,13 @@
 // Recovery of cut traces whose frames hold large payloads: every payload whose record lies wholly
 // inside the recovered data is found with its bytes, the rest are kMissingBlob, and the totals of a
 // recovered file count only what was recovered.
+#include <fmt/format.h>
+
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <random>
 #include <set>
@@ -273,4 +276,81 @@ TEST_CASE("a cut frame whose decodable prefix ends inside a record's 5-byte pref
     CHECK((*r)->frames().front().content_bytes == third);
     CHECK_THAT((*r)->recovery().note, Catch::Contains("is cut inside frame 0"));
   }
+}
+
+TEST_CASE("a cut frame that decodes to less than the scan recovered is refused, not padded",
+          "[schema]") {
+  // The file changed between the scan and a read (a recording still being written over, a copy
+  // in progress): its second block now needs more bytes than the file holds, so the frame
+  // decodes to its first block only.
+  vs::TraceWriterOptions o;
+  auto state = std::make_shared<MemorySink::State>();
+  auto writer = vs::TraceWriter::create(std::make_unique<MemorySink>(state), {}, o);
+  REQUIRE(writer.has_value());
+  REQUIRE((*writer)->close({}).has_value());
+  Bytes file;
+  {
+    std::lock_guard lk(state->mu);
+    file = state->bytes;
+  }
+  file.resize(8 + vs::testing::read_u32(file, 4));
+  const auto put_le = [](Bytes& out, std::uint64_t v, int n) {
+    for (int i = 0; i < n; ++i) out.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
+  };
+  const auto records = [&](std::uint32_t from, std::uint32_t to) {
+    Bytes out;
+    for (std::uint32_t ordinal = from; ordinal < to; ++ordinal) {
+      const Bytes e = synthetic_event(ordinal);
+      put_le(out, e.size(), 4);
+      out.push_back(static_cast<std::uint8_t>(vs::RecordKind::kEvent));
+      out.insert(out.end(), e.begin(), e.end());
+    }
+    return out;
+  };
+  const Bytes first = records(0, 2);
+  const Bytes second = records(2, 4);
+  put_le(file, 0xFD2FB528u, 4);
+  file.push_back(0x04);     // no content size, not single segment, content checksum
+  file.push_back(7u << 3);  // window 2^17
+  put_le(file, first.size() << 3, 3);  // raw blocks, neither the last: the frame is cut
+  file.insert(file.end(), first.begin(), first.end());
+  const std::size_t second_header = file.size();
+  put_le(file, second.size() << 3, 3);
+  file.insert(file.end(), second.begin(), second.end());
+
+  // A source whose bytes the test changes after the reader opened it.
+  class Changing final : public vs::ByteSource {
+   public:
+    explicit Changing(std::shared_ptr<Bytes> bytes) : bytes_(std::move(bytes)) {}
+    std::uint64_t size() const override { return bytes_->size(); }
+    vs::TraceResult<void> read_at(std::uint64_t offset,
+                                  std::span<std::uint8_t> out) const override {
+      if (offset > bytes_->size() || out.size() > bytes_->size() - offset) {
+        return std::unexpected(vs::TraceError{vs::TraceErrorKind::kTruncated, "short"});
+      }
+      std::memcpy(out.data(), bytes_->data() + offset, out.size());
+      return {};
+    }
+    std::string describe() const override { return "changing.vtrace"; }
+
+   private:
+    std::shared_ptr<Bytes> bytes_;
+  };
+  auto bytes = std::make_shared<Bytes>(file);
+  auto r = vs::TraceReader::open(std::make_unique<Changing>(bytes), synthetic_options());
+  REQUIRE(r.has_value());
+  REQUIRE((*r)->event_count() == 4);
+  // The second block is now a compressed one that claims 64 bytes more than the file has left:
+  // zstd waits for a compressed block whole (a raw one it passes on as it arrives).
+  const std::uint64_t claimed = ((second.size() + 64) << 3) | (2u << 1);
+  for (std::size_t i = 0; i < 3; ++i) {
+    (*bytes)[second_header + i] = static_cast<std::uint8_t>(claimed >> (8 * i));
+  }
+  const auto read = (*r)->visit_events(0, 4, [](auto, auto) { return true; });
+  REQUIRE_FALSE(read.has_value());
+  CHECK(read.error().kind == vs::TraceErrorKind::kCorrupt);
+  CHECK_THAT(read.error().message,
+             Catch::Contains(fmt::format("the cut frame now decodes to {} bytes, fewer than the {} "
+                                         "recovered",
+                                         first.size(), first.size() + second.size())));
 }
