@@ -11,6 +11,7 @@
 #include <functional>
 
 #include "support/flaky_runtime.h"
+#include "vtrace/drift/command_effects.h"
 #include "trace_fixtures.h"
 #include "vtrace/recorder/recording_runtime.h"
 #include "vtrace/runtime/forwarding_runtime.h"
@@ -608,4 +609,34 @@ TEST_CASE(
     for (const auto& c : report.commands) CHECK(c.vs_recording.size() <= 2);
     for (const auto& p : report.commands[3].vs_recording) CHECK(p.agrees);
   }
+}
+
+TEST_CASE("command effects: coalesced outputs take their inputs' effects only when the counts "
+          "agree, and a foreign command has none",
+          "[drift]") {
+  const auto own = [](std::uint64_t ordinal) {
+    return rp::ObjectRef{ordinal, rp::ObjectRef::Space::kOwn};
+  };
+  const std::vector<rp::ReplayStep> steps = {
+      {0, "EncodeZero", rp::step::EncodeZero{own(4), 8, 16, 1, {}}},
+      {1, "CoalesceProgramBindings", rp::step::CoalesceProgramBindings{{own(1)}, {5, 6}, {}}},
+      {2, "CoalesceProgramBindings", rp::step::CoalesceProgramBindings{{own(1)}, {7}, {}}},
+  };
+  dr::CommandEffectsMap map;
+  for (const auto& s : steps) map.visit(s);
+  const dr::CommandEffects* zero = map.find(own(1));
+  REQUIRE(zero != nullptr);
+  REQUIRE(zero->writes.size() == 1);
+  CHECK(zero->writes[0].buffer == 4);
+  CHECK(zero->writes[0].offset_bytes == 8);
+  CHECK(zero->writes[0].length_bytes == 16);
+  // One input, two outputs: which output is the input's is unknown, so neither has effects.
+  CHECK(map.find(own(5)) == nullptr);
+  CHECK(map.find(own(6)) == nullptr);
+  const dr::CommandEffects* coalesced = map.find(own(7));
+  REQUIRE(coalesced != nullptr);
+  CHECK(coalesced->event == 0);
+  CHECK(coalesced->writes.size() == 1);
+  // Another runtime's command #1 is not this runtime's.
+  CHECK(map.find(rp::ObjectRef{1, rp::ObjectRef::Space::kForeign}) == nullptr);
 }
