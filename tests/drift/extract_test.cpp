@@ -394,6 +394,17 @@ TEST_CASE("extract refuses what it cannot extract, in one sentence", "[drift]") 
         std::string::npos);
   CHECK(fails(0, plan->steps().size() - 1, "no-such", out).kind ==
         rp::ReplayFailure::Kind::kRuntimeUnavailable);
+  // The contract trace's event 25 encodes a zero whose one submit (event 26) was refused.
+  {
+    dr::ExtractOptions options;
+    options.first_event = 25;
+    options.last_event = 25;
+    auto refused = dr::extract_commands(golden("contract-v1.2.vtrace"), out, options,
+                                        rt::default_registry());
+    REQUIRE_FALSE(refused.has_value());
+    CHECK(refused.error().message ==
+          "event 25 (EncodeZero) encodes a command that no successful submit ran");
+  }
   auto unwritable = fails(0, plan->steps().size() - 1, "reference", dir / "none" / "repro.vtrace");
   CHECK(unwritable.message.find("cannot write the repro") != std::string::npos);
   CHECK_FALSE(std::filesystem::exists(out));

@@ -621,6 +621,14 @@ TEST_CASE("command effects: coalesced outputs take their inputs' effects only wh
       {0, "EncodeZero", rp::step::EncodeZero{own(4), 8, 16, 1, {}}},
       {1, "CoalesceProgramBindings", rp::step::CoalesceProgramBindings{{own(1)}, {5, 6}, {}}},
       {2, "CoalesceProgramBindings", rp::step::CoalesceProgramBindings{{own(1)}, {7}, {}}},
+      {3, "EncodeUpload",
+       rp::step::EncodeUpload{{},
+                              24,
+                              *rt::HostTransferLayout::create(rt::ElementType::kF16, 12),
+                              own(9),
+                              40,
+                              8,
+                              {}}},
   };
   dr::CommandEffectsMap map;
   for (const auto& s : steps) map.visit(s);
@@ -637,6 +645,14 @@ TEST_CASE("command effects: coalesced outputs take their inputs' effects only wh
   REQUIRE(coalesced != nullptr);
   CHECK(coalesced->event == 0);
   CHECK(coalesced->writes.size() == 1);
+  // An upload writes its payload's bytes at its offset.
+  const dr::CommandEffects* upload = map.find(own(8));
+  REQUIRE(upload != nullptr);
+  REQUIRE(upload->writes.size() == 1);
+  CHECK(upload->writes[0].buffer == 9);
+  CHECK(upload->writes[0].offset_bytes == 40);
+  CHECK(upload->writes[0].length_bytes == 24);
+  CHECK(upload->reads.empty());
   // Another runtime's command #1 is not this runtime's.
   CHECK(map.find(rp::ObjectRef{1, rp::ObjectRef::Space::kForeign}) == nullptr);
 }
