@@ -312,7 +312,19 @@ TEST_CASE("flight: the byte budget bounds the window below window_batches") {
   const auto stats = (*rec)->flight_stats();
   REQUIRE(stats.has_value());
   CHECK(stats->held_batches >= 1);
-  CHECK(stats->held_batches < 64);
+  CHECK(stats->held_bytes <= options.flight.window_bytes);
+  // The same run under the default budget holds more batches: the bytes bounded this one.
+  {
+    auto unbounded = RecordingRuntime::create(make_reference(), "reference",
+                                              dir / "unbounded.vtrace", flight_options(64));
+    REQUIRE(unbounded.has_value());
+    REQUIRE(wl::run_workload(small_decode(40), **unbounded, nullptr).has_value());
+    const auto more = (*unbounded)->flight_stats();
+    REQUIRE(more.has_value());
+    CHECK(stats->held_batches < more->held_batches);
+    CHECK(more->held_bytes > options.flight.window_bytes);
+    REQUIRE((*unbounded)->close().has_value());
+  }
   REQUIRE((*rec)->dump_window().has_value());
   REQUIRE((*rec)->close().has_value());
   CHECK(window_of(dir / "w.vtrace").batches == stats->held_batches);
