@@ -9,9 +9,12 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <functional>
+#include <random>
 
 #include "support/flaky_runtime.h"
 #include "vtrace/drift/command_effects.h"
+#include "vtrace/runtime/f16.h"
+#include "vtrace/runtime/immediate.h"
 #include "trace_fixtures.h"
 #include "vtrace/recorder/recording_runtime.h"
 #include "vtrace/runtime/forwarding_runtime.h"
@@ -493,6 +496,16 @@ TEST_CASE(
   const auto plain = compare(trace, {"reference", "cpu-splitk"}, true);
   CHECK_FALSE(plain.first_introduced.has_value());
   CHECK(plain.to_json()["first_introduced"].is_null());
+  // The resync writes are put back: every product batch ran on the state it has without them, so
+  // each region and readback carries the same drift as under --deep alone.
+  REQUIRE(plain.commands.size() == r.commands.size());
+  for (std::size_t i = 0; i < r.commands.size(); ++i) {
+    INFO("entry " << i << ": event " << r.commands[i].event);
+    CHECK(r.commands[i].event == plain.commands[i].event);
+    REQUIRE(r.commands[i].results.size() == 1);
+    CHECK(r.commands[i].results[0].stats.differing == plain.commands[i].results[0].stats.differing);
+    CHECK(r.commands[i].results[0].stats.max_ulp == plain.commands[i].results[0].stats.max_ulp);
+  }
 }
 
 TEST_CASE(
@@ -655,4 +668,67 @@ TEST_CASE("command effects: coalesced outputs take their inputs' effects only wh
   CHECK(upload->reads.empty());
   // Another runtime's command #1 is not this runtime's.
   CHECK(map.find(rp::ObjectRef{1, rp::ObjectRef::Space::kForeign}) == nullptr);
+}
+
+TEST_CASE("compare --resync puts back the inputs it overwrote: later batches carry the drift",
+          "[drift]") {
+  // Batch 1: y = x W1^T over k = 1024 (cpu-splitk drifts); batch 2: z = y W2^T reads y. The
+  // resync of batch 2 writes the baseline's y into cpu-splitk's lane; unless it is put back, the
+  // product's batch 2 and the readback of y see the baseline's y there.
+  ScratchDir dir("drift-resync-restore");
+  const auto path = dir / "chain.vtrace";
+  record_calls(rt::default_registry(), "reference", path, [](rt::DeviceRuntime& r) {
+    auto stream = r.create_stream();
+    REQUIRE(stream.has_value());
+    const std::uint64_t k = 1024, n = 256;
+    auto x = f16_buffer(r, "resource.test.x", 2 * k);
+    auto w1 = f16_buffer(r, "resource.test.w1", 2 * n * k);
+    auto w2 = f16_buffer(r, "resource.test.w2", 2 * n * n);
+    auto y = f16_buffer(r, "resource.test.y", 2 * n);
+    auto z = f16_buffer(r, "resource.test.z", 2 * n);
+    const auto values = [](std::size_t count, std::uint32_t seed) {
+      std::mt19937 rng(seed);
+      std::normal_distribution<float> normal(0.0f, 1.0f);
+      std::vector<float> v(count);
+      for (auto& e : v) e = normal(rng);
+      return rt::to_f16_bytes(v);
+    };
+    namespace im = rt::immediate;
+    REQUIRE(im::upload(r, **stream, *x, values(k, 1)).has_value());
+    REQUIRE(im::upload(r, **stream, *w1, values(n * k, 2)).has_value());
+    REQUIRE(im::upload(r, **stream, *w2, values(n * n, 3)).has_value());
+    REQUIRE(im::dense_linear(r, **stream, *x, *w1, *y, {1, k, n}).has_value());
+    REQUIRE(im::dense_linear(r, **stream, *y, *w2, *z, {1, n, n}).has_value());
+    REQUIRE(im::readback(r, **stream, *y).has_value());
+    REQUIRE(im::readback(r, **stream, *z).has_value());
+  });
+  const auto deep = compare(path, {"reference", "cpu-splitk"}, true);
+  const auto resync =
+      compare(path, {"reference", "cpu-splitk"}, true, "bits", rt::default_registry(), true);
+  std::vector<const dr::CommandComparison*> deep_readbacks, resync_readbacks;
+  for (const auto& c : deep.commands) {
+    if (!c.command) deep_readbacks.push_back(&c);
+  }
+  for (const auto& c : resync.commands) {
+    if (!c.command) resync_readbacks.push_back(&c);
+  }
+  REQUIRE(deep_readbacks.size() == 2);
+  REQUIRE(resync_readbacks.size() == 2);
+  CHECK_FALSE(deep_readbacks[0]->agrees);  // y drifts
+  for (std::size_t i = 0; i < 2; ++i) {
+    INFO("readback " << i);
+    CHECK(resync_readbacks[i]->agrees == deep_readbacks[i]->agrees);
+    CHECK(resync_readbacks[i]->results[0].stats.differing ==
+          deep_readbacks[i]->results[0].stats.differing);
+    CHECK(resync_readbacks[i]->results[0].stats.max_ulp ==
+          deep_readbacks[i]->results[0].stats.max_ulp);
+  }
+  // And batch 2's dense linear only carries the error in.
+  const auto second = std::find_if(resync.commands.begin(), resync.commands.end(),
+                                   [](const dr::CommandComparison& c) {
+                                     return c.kind == "EncodeDenseLinear" && c.shapes == "1x256x256";
+                                   });
+  REQUIRE(second != resync.commands.end());
+  REQUIRE(second->introduced.size() == 1);
+  CHECK(second->introduced[0].agrees);
 }
