@@ -732,3 +732,86 @@ TEST_CASE("compare --resync puts back the inputs it overwrote: later batches car
   REQUIRE(second->introduced.size() == 1);
   CHECK(second->introduced[0].agrees);
 }
+
+TEST_CASE("compare --deep: a region that is not whole elements is skipped once, and a command "
+          "a runtime cannot run alone is said so",
+          "[drift]") {
+  ScratchDir dir("drift-alone");
+  // A zero of 3 bytes of an f16 buffer: its region cannot be read as elements.
+  const auto odd = dir / "odd.vtrace";
+  record_calls(rt::default_registry(), "reference", odd, [](rt::DeviceRuntime& r) {
+    auto stream = r.create_stream();
+    REQUIRE(stream.has_value());
+    auto a = f16_buffer(r, "resource.test.a", 8);
+    auto zero = r.encode_zero(*a, 0, 3);
+    REQUIRE(zero.has_value());
+    submit_and_wait(r, **stream, rt::CommandBatch::singleton(std::move(*zero)));
+  });
+  for (const bool resync : {false, true}) {
+    INFO((resync ? "--resync" : "--deep"));
+    const auto report =
+        compare(odd, {"reference", "cpu"}, true, "bits", rt::default_registry(), resync);
+    // It cannot be saved before the private runs either: the batch is compared after it ran.
+    CHECK(report.batches_after_submit == 1);
+    CHECK(report.deep_regions_skipped == 1);
+    CHECK(report.commands.empty());
+    CHECK(report.verdict() == "match");
+  }
+
+  // The reference runtime, except that only its first encode_zero succeeds: run alone again,
+  // the recorded zero is refused.
+  class OnceZero final : public rt::ForwardingRuntime {
+   public:
+    using ForwardingRuntime::ForwardingRuntime;
+    rt::Result<rt::CommandPtr> encode_zero(const rt::Buffer& destination, std::uint64_t offset,
+                                           std::uint64_t length) override {
+      if (++zeros_ > 1) {
+        return std::unexpected(
+            rt::RuntimeError(rt::ErrorKind::kUnsupportedOperation, "one zero only"));
+      }
+      return ForwardingRuntime::encode_zero(destination, offset, length);
+    }
+
+   private:
+    unsigned zeros_ = 0;
+  };
+  rt::RuntimeRegistry registry;
+  registry.add("reference", "reference", [](const rt::RuntimeOpenOptions& o) {
+    return rt::default_registry().open("reference", o);
+  });
+  registry.add(
+      "once-zero", "reference, one encode_zero",
+      [](const rt::RuntimeOpenOptions& o) -> rt::Result<std::unique_ptr<rt::DeviceRuntime>> {
+        auto inner = rt::default_registry().open("reference", o);
+        if (!inner) return std::unexpected(inner.error());
+        return std::unique_ptr<rt::DeviceRuntime>(std::make_unique<OnceZero>(std::move(*inner)));
+      });
+  const auto once = dir / "once.vtrace";
+  record_calls(rt::default_registry(), "reference", once, [](rt::DeviceRuntime& r) {
+    auto stream = r.create_stream();
+    REQUIRE(stream.has_value());
+    auto a = f16_buffer(r, "resource.test.a", 8);
+    auto zero = r.encode_zero(*a, 2, 4);
+    REQUIRE(zero.has_value());
+    submit_and_wait(r, **stream, rt::CommandBatch::singleton(std::move(*zero)));
+  });
+  {
+    // The baseline cannot run it alone: the batch is compared after it ran.
+    const auto report = compare(once, {"once-zero", "reference"}, true, "bits", registry);
+    CHECK(report.batches_after_submit == 1);
+    REQUIRE(report.commands.size() == 1);
+    CHECK(report.commands[0].kind == "EncodeZero");
+    CHECK(report.commands[0].agrees);
+  }
+  {
+    // Another runtime cannot: its answer for the command is structural, and says why.
+    const auto report = compare(once, {"reference", "once-zero"}, true, "bits", registry);
+    CHECK(report.batches_after_submit == 0);
+    REQUIRE(report.commands.size() == 1);
+    REQUIRE(report.commands[0].results.size() == 1);
+    const auto& p = report.commands[0].results[0];
+    CHECK(p.cls == dr::DriftClass::kStructural);
+    CHECK_FALSE(p.agrees);
+    CHECK_THAT(p.note, Catch::Contains("running it alone failed") && Catch::Contains("one zero"));
+  }
+}
