@@ -65,6 +65,34 @@ void submit_and_wait(rt::DeviceRuntime& r, rt::Stream& stream, rt::CommandBatch 
   REQUIRE(r.wait_fence(**fence).has_value());
 }
 
+// Runtimes whose static weight transform is a copy of the whole source: a command --deep cannot
+// encode again (its effects are the runtime's), so a batch holding one is compared as a whole,
+// after it ran. "reference" and "cpu", transforming so.
+rt::RuntimeRegistry transforming_registry() {
+  class Transforming final : public rt::ForwardingRuntime {
+   public:
+    using ForwardingRuntime::ForwardingRuntime;
+    std::optional<rt::Result<rt::CommandPtr>> encode_static_weight_transform(
+        const rt::StaticWeightTransformRequest& request) override {
+      const auto bytes = buffer_descriptor(*request.destination).size_bytes;
+      auto region = rt::CopyRegion::create(0, 0, bytes);
+      return encode_copy(*request.source, *request.destination, *region);
+    }
+  };
+  rt::RuntimeRegistry registry;
+  for (const char* name : {"reference", "cpu"}) {
+    registry.add(
+        name, "transforming", [name](const rt::RuntimeOpenOptions& o)
+                                  -> rt::Result<std::unique_ptr<rt::DeviceRuntime>> {
+          auto inner = rt::default_registry().open(name, o);
+          if (!inner) return std::unexpected(inner.error());
+          return std::unique_ptr<rt::DeviceRuntime>(
+              std::make_unique<Transforming>(std::move(*inner)));
+        });
+  }
+  return registry;
+}
+
 }  // namespace
 
 TEST_CASE("reference and cpu match in lockstep on every golden trace, deep or not", "[drift]") {
@@ -131,6 +159,9 @@ TEST_CASE(
   CHECK(first->shapes.find("x1024x") != std::string::npos);
   CHECK(first->results[0].stats.differing > 0);
   CHECK(first->results[0].stats.max_ulp > 0);
+  // The decode's dense linears carry their logical work: 3 participants.
+  CHECK(std::any_of(deep.commands.begin(), deep.commands.end(),
+                    [](const dr::CommandComparison& c) { return c.participants == 3; }));
   // Command by command: the first down projection of the first step already differs, although
   // the batch's second layer overwrites the region it wrote (the activations ping-pong).
   for (const auto& c : deep.commands) {
@@ -513,27 +544,7 @@ TEST_CASE(
     "[drift]") {
   // A runtime whose static weight transform is a copy of the whole source: a command --deep
   // cannot encode again (its effects are the runtime's), so its batch is compared as a whole.
-  class Transforming final : public rt::ForwardingRuntime {
-   public:
-    using ForwardingRuntime::ForwardingRuntime;
-    std::optional<rt::Result<rt::CommandPtr>> encode_static_weight_transform(
-        const rt::StaticWeightTransformRequest& request) override {
-      const auto bytes = buffer_descriptor(*request.destination).size_bytes;
-      auto region = rt::CopyRegion::create(0, 0, bytes);
-      return encode_copy(*request.source, *request.destination, *region);
-    }
-  };
-  rt::RuntimeRegistry registry;
-  for (const char* name : {"reference", "cpu"}) {
-    registry.add(
-        name, "transforming", [name](const rt::RuntimeOpenOptions& o)
-                                  -> rt::Result<std::unique_ptr<rt::DeviceRuntime>> {
-          auto inner = rt::default_registry().open(name, o);
-          if (!inner) return std::unexpected(inner.error());
-          return std::unique_ptr<rt::DeviceRuntime>(
-              std::make_unique<Transforming>(std::move(*inner)));
-        });
-  }
+  const rt::RuntimeRegistry registry = transforming_registry();
   ScratchDir dir("drift-fallback");
   const auto path = dir / "transform.vtrace";
   record_calls(registry, "reference", path, [](rt::DeviceRuntime& r) {
@@ -814,4 +825,66 @@ TEST_CASE("compare --deep: a region that is not whole elements is skipped once, 
     CHECK_FALSE(p.agrees);
     CHECK_THAT(p.note, Catch::Contains("running it alone failed") && Catch::Contains("one zero"));
   }
+}
+
+TEST_CASE("a batch compared after it ran compares each region for the last command that wrote it",
+          "[drift]") {
+  // One batch: a transform (it cannot be run alone: the batch falls back), two zeros of the two
+  // adjacent halves of A (neither overwrites the other), an upload of B and a zero inside B
+  // (which hides the upload's result).
+  const rt::RuntimeRegistry registry = transforming_registry();
+  ScratchDir dir("drift-overwritten");
+  const auto path = dir / "overwritten.vtrace";
+  record_calls(registry, "reference", path, [](rt::DeviceRuntime& r) {
+    auto stream = r.create_stream();
+    REQUIRE(stream.has_value());
+    auto source = f16_buffer(r, "weight.test.source", 64);
+    auto target = f16_buffer(r, "weight.test.target", 64);
+    auto a = f16_buffer(r, "resource.test.a", 64);
+    auto b = f16_buffer(r, "resource.test.b", 64);
+    auto transform = r.encode_static_weight_transform({source.get(), target.get(), "copy"});
+    REQUIRE(transform.has_value());
+    REQUIRE(transform->has_value());
+    auto low = r.encode_zero(*a, 0, 32);
+    auto high = r.encode_zero(*a, 32, 32);
+    std::vector<std::uint8_t> bytes(64, 0x3C);
+    auto layout = rt::HostTransferLayout::create(rt::ElementType::kF16, 32);
+    auto upload = r.encode_upload(bytes, *layout, *b, 0);
+    auto inside = r.encode_zero(*b, 16, 16);
+    REQUIRE((low && high && upload && inside));
+    rt::CommandBatch batch;
+    batch.push(std::move(**transform));
+    batch.push(std::move(*low));
+    batch.push(std::move(*high));
+    batch.push(std::move(*upload));
+    batch.push(std::move(*inside));
+    submit_and_wait(r, **stream, std::move(batch));
+  });
+  const auto report = compare(path, {"reference", "cpu"}, true, "bits", registry);
+  CHECK(report.verdict() == "match");
+  CHECK(report.batches_after_submit == 1);
+  CHECK(report.deep_regions_overwritten == 1);
+  std::vector<std::string> compared;
+  for (const auto& c : report.commands) compared.push_back(c.kind + " " + c.region);
+  CHECK(compared == std::vector<std::string>{"EncodeZero buffer#2 [0, 32)",
+                                             "EncodeZero buffer#2 [32, 64)",
+                                             "EncodeZero buffer#3 [16, 32)"});
+}
+
+TEST_CASE("every runtime's readback is compared with the recording's, the baseline's included",
+          "[drift]") {
+  ScratchDir dir("drift-vs-recording");
+  const auto altered = dir / "altered.vtrace";
+  const auto at = vtrace::test::rewrite_with_altered_readback(
+      golden("decode-short-v1.2.vtrace"), altered,
+      [](std::uint16_t bits) { return static_cast<std::uint16_t>(bits ^ 0x0400); });
+  const auto report = compare(altered, {"reference", "cpu"});
+  CHECK(report.verdict() == "match");  // the runtimes agree with each other
+  const auto c = std::find_if(report.commands.begin(), report.commands.end(),
+                              [&](const dr::CommandComparison& x) { return x.event == at.event; });
+  REQUIRE(c != report.commands.end());
+  REQUIRE(c->vs_recording.size() == 2);
+  CHECK(c->vs_recording[0].runtime == "reference");
+  CHECK(c->vs_recording[1].runtime == "cpu");
+  for (const auto& p : c->vs_recording) CHECK_FALSE(p.agrees);
 }
