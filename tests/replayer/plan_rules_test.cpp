@@ -161,3 +161,161 @@ TEST_CASE("the plan holds each distinct payload once and counts its bytes once",
   REQUIRE(held != nullptr);
   CHECK(*held == b);
 }
+
+namespace {
+
+// The step decoded from one event `body` of `type` built by `build` (seq 5, required).
+vs::TraceResult<rp::ReplayStep> decoded(
+    fb::EventBody type,
+    const std::function<flatbuffers::Offset<void>(flatbuffers::FlatBufferBuilder&)>& build) {
+  flatbuffers::FlatBufferBuilder b;
+  const auto body = build(b);
+  const auto bytes = vtrace::test::finish_event(b, 5, type, body, true);
+  return rp::decode_step(5, *vs::event_of(bytes));
+}
+
+flatbuffers::Offset<fb::Error> some_error(flatbuffers::FlatBufferBuilder& b) {
+  return vs::build_error(b, rt::RuntimeError(rt::ErrorKind::kRegionOutOfBounds, "made up"));
+}
+
+}  // namespace
+
+TEST_CASE("each event kind's answer has the one shape its call can give, or the event is refused",
+          "[replayer][plan]") {
+  const fb::ObjectRef ref(0, fb::RefSpace::Own);
+  const auto refused = [](const vs::TraceResult<rp::ReplayStep>& step, const std::string& says) {
+    REQUIRE_FALSE(step.has_value());
+    CHECK(step.error().kind == vs::TraceErrorKind::kCorrupt);
+    CHECK_THAT(step.error().message, Catch::StartsWith("event 5 (") && Catch::EndsWith(says));
+  };
+  // A submit ends with exactly one of a fence, a refusal (not submitted) and a guard's rejection.
+  const std::string one_end = "needs exactly one of `fence`, `not_submitted`, `rejected`";
+  refused(decoded(fb::EventBody::SubmitEnd,
+                  [](auto& b) {
+                    fb::SubmitEndBuilder e(b);
+                    e.add_begin_seq(1);
+                    return e.Finish().Union();
+                  }),
+          one_end);
+  refused(decoded(fb::EventBody::SubmitEnd,
+                  [](auto& b) {
+                    fb::SubmitEndBuilder e(b);
+                    e.add_begin_seq(1);
+                    e.add_fence(0);
+                    e.add_rejected(fb::GuardedRejection::AttributionUnavailable);
+                    return e.Finish().Union();
+                  }),
+          one_end);
+  // An optional method that said "not supported" did nothing else.
+  refused(decoded(fb::EventBody::BeginStaticWeightImport,
+                  [](auto& b) {
+                    const auto error = some_error(b);
+                    fb::BeginStaticWeightImportBuilder e(b);
+                    e.add_supported(false);
+                    e.add_error(error);
+                    return e.Finish().Union();
+                  }),
+          "is not supported and names an error");
+  // A call that failed returned nothing.
+  refused(decoded(fb::EventBody::EncodeReusableExecution,
+                  [](auto& b) {
+                    const auto error = some_error(b);
+                    fb::EncodeReusableExecutionBuilder e(b);
+                    e.add_command(3);
+                    e.add_error(error);
+                    return e.Finish().Union();
+                  }),
+          "names a returned command and an error");
+  refused(decoded(fb::EventBody::OptionalCall,
+                  [](auto& b) {
+                    const auto error = some_error(b);
+                    const auto method = b.CreateString("encode_reusable_execution");
+                    fb::OptionalCallBuilder e(b);
+                    e.add_method(method);
+                    e.add_command(3);
+                    e.add_error(error);
+                    return e.Finish().Union();
+                  }),
+          "names a returned command and an error");
+  // A trim that succeeded says both counts.
+  refused(decoded(fb::EventBody::TrimReusableExecutables,
+                  [&](auto& b) {
+                    fb::TrimReusableExecutablesBuilder e(b);
+                    e.add_stream(&ref);
+                    e.add_released_executables(2);
+                    return e.Finish().Union();
+                  }),
+          "needs exactly one of `released_executables` and `error`");
+  // An import names where it wrote.
+  refused(decoded(fb::EventBody::ImportComponent,
+                  [](auto& b) {
+                    const fb::BlobRef payload(1, 2);
+                    fb::ImportComponentBuilder e(b);
+                    e.add_session(1);
+                    e.add_payload(&payload);
+                    e.add_payload_bytes(2);
+                    return e.Finish().Union();
+                  }),
+          "lacks `destination`");
+  // A readback returned its bytes or failed.
+  refused(decoded(fb::EventBody::Readback,
+                  [&](auto& b) {
+                    const fb::CopyRegion region(0, 0, 2);
+                    const fb::HostTransferLayout layout(fb::ElementType::F16, 1);
+                    fb::ReadbackBuilder e(b);
+                    e.add_stream(&ref);
+                    e.add_source(&ref);
+                    e.add_region(&region);
+                    e.add_layout(&layout);
+                    return e.Finish().Union();
+                  }),
+          "needs exactly one of `payload` and `error`");
+}
+
+TEST_CASE("a submit's guard and declared eager nodes, and a 1.1 trim's counts, are decoded",
+          "[replayer][plan]") {
+  const fb::ObjectRef stream(0, fb::RefSpace::Own);
+  const auto begin = decoded(fb::EventBody::SubmitBegin, [&](auto& b) {
+    const std::vector<std::uint32_t> eager = {1, 4};
+    const auto indices = b.CreateVector(eager);
+    fb::SubmitBeginBuilder e(b);
+    e.add_stream(&stream);
+    e.add_declared_eager_indices(indices);
+    e.add_guarded(true);
+    e.add_guard_maximum_commands(3);
+    return e.Finish().Union();
+  });
+  REQUIRE(begin.has_value());
+  const auto* s = std::get_if<rp::step::SubmitBegin>(&begin->body);
+  REQUIRE(s != nullptr);
+  CHECK(s->guarded);
+  CHECK(s->guard_maximum_commands == 3);
+  CHECK(s->declared_eager == std::vector<std::uint32_t>{1, 4});
+
+  const auto trim = [&](bool failed) {
+    return decoded(fb::EventBody::OptionalCall, [&](auto& b) {
+      const auto error = some_error(b);
+      const auto method = b.CreateString("trim_reusable_executables");
+      fb::OptionalCallBuilder e(b);
+      e.add_method(method);
+      e.add_stream(&stream);
+      e.add_released_executables(2);
+      e.add_released_rejections(1);
+      if (failed) e.add_error(error);
+      return e.Finish().Union();
+    });
+  };
+  const auto ok = trim(false);
+  REQUIRE(ok.has_value());
+  const auto* t = std::get_if<rp::step::TrimReusableExecutables>(&ok->body);
+  REQUIRE(t != nullptr);
+  REQUIRE(t->trim.has_value());
+  CHECK(t->trim->released_executables == 2);
+  CHECK(t->trim->released_rejections == 1);
+  const auto failed = trim(true);
+  REQUIRE(failed.has_value());
+  const auto* f = std::get_if<rp::step::TrimReusableExecutables>(&failed->body);
+  REQUIRE(f != nullptr);
+  CHECK_FALSE(f->trim.has_value());
+  CHECK(f->outcome.has_value());
+}
