@@ -473,3 +473,72 @@ TEST_CASE("an optional call of an unknown method is refused when required and sk
     }
   }
 }
+
+TEST_CASE("guarded submits replay with their guard: what it admitted runs, what it rejected does "
+          "not",
+          "[replayer]") {
+  // The reference runtime, honouring a guard: a batch of more commands than it allows is
+  // rejected; a batch within it runs.
+  class Guarding final : public rt::ForwardingRuntime {
+   public:
+    using ForwardingRuntime::ForwardingRuntime;
+    bool supports_guarded_submission() const override { return true; }
+    std::expected<rt::FencePtr, rt::GuardedSubmissionError> submit_guarded(
+        rt::Stream& stream, rt::CommandBatch batch, const rt::SubmissionGuard& guard) override {
+      if (batch.size() > guard.maximum_commands) {
+        return std::unexpected(rt::GuardedSubmissionError{
+            rt::GuardedNotSubmittedReason::kAttributionUnavailable, std::nullopt});
+      }
+      auto fence = submit(stream, std::move(batch));
+      if (!fence) return std::unexpected(rt::GuardedSubmissionError{std::nullopt, fence.error()});
+      return std::move(*fence);
+    }
+  };
+  const auto open_guarding = [](const char* id) {
+    auto inner = rt::default_registry().open("reference", {.device_id = id});
+    REQUIRE(inner.has_value());
+    return std::make_unique<Guarding>(std::move(*inner));
+  };
+  ScratchDir dir("replayer-guarded");
+  const auto path = dir / "guarded.vtrace";
+  {
+    auto recording = vtrace::recorder::RecordingRuntime::create(open_guarding("device.vtrace.0"),
+                                                                "guarding", path);
+    REQUIRE(recording.has_value());
+    rt::DeviceRuntime& r = **recording;
+    auto stream = r.create_stream();
+    REQUIRE(stream.has_value());
+    auto buffer = make_buffer(r, "resource.test.guarded", 16);
+    const auto zeros = [&](int count) {
+      rt::CommandBatch batch;
+      for (int i = 0; i < count; ++i) {
+        auto zero = r.encode_zero(*buffer, static_cast<std::uint64_t>(4 * i), 4);
+        REQUIRE(zero.has_value());
+        batch.push(std::move(*zero));
+      }
+      return batch;
+    };
+    auto admitted = r.submit_guarded(**stream, zeros(1), {1});
+    REQUIRE(admitted.has_value());
+    REQUIRE(r.wait_fence(**admitted).has_value());
+    auto rejected = r.submit_guarded(**stream, zeros(2), {1});
+    REQUIRE_FALSE(rejected.has_value());
+    REQUIRE(rejected.error().rejected.has_value());
+    admitted->reset();
+    REQUIRE((*recording)->close().has_value());
+  }
+  auto reader = schema::TraceReader::open(path);
+  REQUIRE(reader.has_value());
+  auto plan = rp::ReplayPlan::build(**reader);
+  REQUIRE(plan.has_value());
+  auto live = open_guarding("device.vtrace.0");
+  auto auxiliary = rt::default_registry().open("reference", {.device_id = "device.vtrace.1"});
+  REQUIRE(auxiliary.has_value());
+  const auto report = rp::execute_plan(*plan, *live, **auxiliary, {});
+  INFO((report.mismatches.empty() ? std::string() : report.mismatches.front().expected + " / " +
+                                                        report.mismatches.front().actual));
+  CHECK(report.matched());
+  const auto counters = live->counter_snapshot();
+  REQUIRE(counters.has_value());
+  CHECK(counters->submissions == 1);  // the rejected batch ran nothing
+}
