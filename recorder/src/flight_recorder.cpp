@@ -409,18 +409,19 @@ rt::Result<void> FlightRecorder::checkpoint(rt::DeviceRuntime& inner, rt::Stream
   std::vector<std::pair<std::uint64_t, std::vector<std::uint8_t>>> reads;
   for (const auto& [ordinal, buffer] : buffers_) {
     if (!buffer.dirty && buffer.content) continue;
-    if (buffer.size_bytes == 0) continue;
+    // Readback and upload take whole elements of the buffer's own type: of a buffer whose size
+    // is not whole elements, the last size % element bytes can be neither read nor restored, so
+    // a checkpoint holds its whole elements (docs/FLIGHT.md).
+    const std::uint64_t element = rt::element_size_bytes(buffer.element_type);
+    const std::uint64_t elements = element == 0 ? 0 : buffer.size_bytes / element;
+    if (elements == 0) continue;
     if (buffer.inner == nullptr) {
       return std::unexpected(
           rt::RuntimeError(rt::ErrorKind::kInternal,
                            fmt::format("flight recorder: buffer {} has no handle", ordinal)));
     }
-    const std::uint64_t element = rt::element_size_bytes(buffer.element_type);
-    const bool whole = element > 0 && buffer.size_bytes % element == 0;
-    const auto type = whole ? buffer.element_type : rt::ElementType::kU8;
-    auto layout =
-        rt::HostTransferLayout::create(type, buffer.size_bytes / rt::element_size_bytes(type));
-    auto region = rt::CopyRegion::create(0, 0, buffer.size_bytes);
+    auto layout = rt::HostTransferLayout::create(buffer.element_type, elements);
+    auto region = rt::CopyRegion::create(0, 0, elements * element);
     if (!layout || !region) {
       return std::unexpected(rt::RuntimeError(
           rt::ErrorKind::kInternal,
@@ -635,11 +636,10 @@ std::vector<OutEvent> FlightRecorder::prologue(const Checkpoint& start, const Or
       const std::uint64_t command = next.command + commands.size();
       commands.push_back(command);
       const auto payload = schema::to_fb(content.blob->id);
-      const std::uint64_t element = rt::element_size_bytes(content.element_type);
-      const bool whole = element > 0 && content.blob->bytes.size() % element == 0;
-      const auto type = whole ? content.element_type : rt::ElementType::kU8;
+      // Whole elements of the buffer's type, as checkpoint() read them.
       const fb::HostTransferLayout layout(
-          schema::to_fb(type), content.blob->bytes.size() / rt::element_size_bytes(type));
+          schema::to_fb(content.element_type),
+          content.blob->bytes.size() / rt::element_size_bytes(content.element_type));
       const fb::ObjectRef destination(content.ordinal, fb::RefSpace::Own);
       fb::EncodeUploadBuilder b(fbb);
       b.add_payload(&payload);
