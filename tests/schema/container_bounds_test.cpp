@@ -72,6 +72,23 @@ TEST_CASE(
                Catch::Contains(fmt::format("the footer's frame 0 claims events from 0 ({} of them)",
                                            1ull << 40)));
   }
+  SECTION("a frame entry whose first event is not where the frames before it end") {
+    std::uint64_t claimed = 0;
+    std::uint64_t expected = 0;
+    const auto e = refused(vs::testing::with_rebuilt_footer(good, [&](auto& frames, auto&) {
+      const auto& f = frames[1];
+      expected = f.first_event();
+      claimed = f.first_event() + 1;
+      frames[1] = vtrace::container::FrameEntry(f.file_offset(), f.compressed_bytes(),
+                                                f.content_bytes(), claimed, f.event_count(),
+                                                f.blob_count(), f.content_hash(),
+                                                f.compressed_hash());
+    }));
+    CHECK(e.kind == vs::TraceErrorKind::kCorrupt);
+    CHECK_THAT(e.message, Catch::Contains(fmt::format("the footer's frame 1 claims events from {}",
+                                                      claimed)) &&
+                              Catch::Contains(fmt::format("expected events from {}", expected)));
+  }
   SECTION("a frame entry claiming 2^40 payloads") {
     const auto e = refused(vs::testing::with_rebuilt_footer(good, [](auto& frames, auto&) {
       const auto& f = frames[1];
