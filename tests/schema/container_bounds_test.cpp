@@ -5,9 +5,13 @@
 #include <fmt/format.h>
 
 #include <catch2/catch.hpp>
+#include <cstring>
+#include <fstream>
+#include <iterator>
 
 #include "schema/container_test_support.h"
 #include "vtrace/schema/format.h"
+#include "vtrace/schema/trace_repair.h"
 
 namespace vs = vtrace::schema;
 using vs::testing::Bytes;
@@ -257,4 +261,118 @@ TEST_CASE("a payload stored twice in a recovered file is indexed once, and the o
   REQUIRE(y_back.has_value());
   CHECK(*x_back == x);
   CHECK(*y_back == y);
+}
+
+namespace {
+
+Bytes golden_tiny() {
+  std::ifstream in(std::filesystem::path(VTRACE_SOURCE_DIR) / "traces" / "tiny.vtrace",
+                   std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+}  // namespace
+
+TEST_CASE("a footer whose payload index is out of order or whose totals disagree is refused",
+          "[schema][bounds]") {
+  const Bytes tiny = golden_tiny();
+  auto opened = vs::TraceReader::open(vs::memory_source(tiny, "tiny.vtrace"));
+  REQUIRE(opened.has_value());
+  REQUIRE((*opened)->totals().blobs >= 2);
+  auto refused_real = [](Bytes bytes) {
+    auto r = vs::TraceReader::open(vs::memory_source(std::move(bytes), "bounds.vtrace"));
+    REQUIRE_FALSE(r.has_value());
+    return r.error();
+  };
+  const auto swapped = refused_real(vs::testing::with_rebuilt_footer(
+      tiny, [](auto&, auto& blobs) { std::swap(blobs[0], blobs[1]); }));
+  CHECK(swapped.kind == vs::TraceErrorKind::kCorrupt);
+  CHECK_THAT(swapped.message, Catch::Contains("lies outside its frame or out of order"));
+  const auto counted = refused_real(vs::testing::with_rebuilt_footer(
+      tiny, [](auto&, auto&, vtrace::container::Totals& totals) {
+        totals = vtrace::container::Totals(totals.events(), totals.blobs() + 1,
+                                           totals.payload_raw_bytes(),
+                                           totals.payload_stored_bytes(),
+                                           totals.compressed_bytes(), totals.blob_references());
+      }));
+  CHECK(counted.kind == vs::TraceErrorKind::kCorrupt);
+  CHECK_THAT(counted.message, Catch::Contains("disagree with its indexes"));
+}
+
+TEST_CASE("a header frame that claims more bytes than the file holds is a cut file",
+          "[schema][bounds]") {
+  const Bytes good = trace_of(3);
+  const std::uint32_t hsize = vs::testing::read_u32(good, 4);
+  // The file ends 4 bytes into where the header claims to end.
+  Bytes cut(good.begin(), good.begin() + 8 + hsize - 4);
+  const auto e = refused(cut);
+  CHECK(e.kind == vs::TraceErrorKind::kTruncated);
+  CHECK_THAT(e.message, Catch::Contains(fmt::format(
+                            "the header frame claims {} bytes; the file ends after {}", hsize,
+                            hsize - 4)));
+}
+
+TEST_CASE("the reader keeps the two frames it used last: reading back and forth between two "
+          "decompresses each once",
+          "[schema][bounds]") {
+  const Bytes good = trace_of(30);
+  auto r = vs::TraceReader::open(vs::memory_source(good, "cache.vtrace"),
+                                 vs::testing::synthetic_options());
+  REQUIRE(r.has_value());
+  const auto& frames = (*r)->frames();
+  REQUIRE(frames.size() >= 3);
+  const std::uint64_t a = frames[0].first_event;
+  const std::uint64_t b = frames[1].first_event;
+  const std::uint64_t c = frames[2].first_event;
+  const auto read = [&](std::uint64_t event) {
+    REQUIRE((*r)->visit_events(event, event + 1, [](auto, auto) { return true; }).has_value());
+  };
+  const std::uint64_t before = (*r)->frames_decompressed();
+  for (int i = 0; i < 3; ++i) {
+    read(a);
+    read(b);
+  }
+  CHECK((*r)->frames_decompressed() - before == 2);
+  // A third frame replaces the one used longest ago (a), not the one just used (b).
+  read(c);
+  read(b);
+  CHECK((*r)->frames_decompressed() - before == 3);
+}
+
+TEST_CASE("repair of a file that cannot be read says so, and does not call the frame damaged",
+          "[schema][bounds]") {
+  // A source whose reads past the header fail (a disk error): salvage stops at damage, not at a
+  // read error, which is the file's reader's to report.
+  class Failing final : public vs::ByteSource {
+   public:
+    Failing(Bytes bytes, std::uint64_t from) : bytes_(std::move(bytes)), from_(from) {}
+    std::uint64_t size() const override { return bytes_.size(); }
+    vs::TraceResult<void> read_at(std::uint64_t offset,
+                                  std::span<std::uint8_t> out) const override {
+      if (offset + out.size() > from_) {
+        return std::unexpected(vs::TraceError{vs::TraceErrorKind::kIo, "input/output error"});
+      }
+      std::memcpy(out.data(), bytes_.data() + offset, out.size());
+      return {};
+    }
+    std::string describe() const override { return "failing.vtrace"; }
+
+   private:
+    Bytes bytes_;
+    std::uint64_t from_;
+  };
+  const Bytes tiny = golden_tiny();
+  const std::uint64_t header_end = 8 + vs::testing::read_u32(tiny, 4);
+  const Failing source(tiny, header_end + 64);  // inside the first data frame
+  int outputs = 0;
+  const auto output = [&]() -> vs::TraceResult<std::unique_ptr<vs::ByteSink>> {
+    ++outputs;
+    return std::make_unique<vs::testing::MemorySink>(
+        std::make_shared<vs::testing::MemorySink::State>());
+  };
+  const auto repaired = vs::repair_trace(source, output);
+  REQUIRE_FALSE(repaired.has_value());
+  CHECK(repaired.error().kind == vs::TraceErrorKind::kIo);
+  CHECK(repaired.error().message == "input/output error");
+  CHECK(outputs == 0);
 }
