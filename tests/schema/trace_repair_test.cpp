@@ -511,3 +511,31 @@ TEST_CASE("recoverable_partial names a .partial that holds bytes, and nothing el
   CHECK_FALSE(vs::recoverable_partial(dir / "dir.vtrace").has_value());  // not a regular file
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("repair of a trace whose footer indexes a frame wrongly keeps every event and says the "
+          "footer lost none",
+          "[schema][repair]") {
+  // A footer whose checksum holds but whose frame 0 hash is wrong: the trace opens complete,
+  // verify_all fails, and the frames themselves are sound.
+  const Bytes full = multi_frame();
+  auto reader = open_ok(full);
+  const Bytes input = vs::testing::with_rebuilt_footer(
+      full,
+      [](auto& frames, auto&) {
+        const auto& f = frames[0];
+        frames[0] = vtrace::container::FrameEntry(
+            f.file_offset(), f.compressed_bytes(), f.content_bytes(), f.first_event(),
+            f.event_count(), f.blob_count(), vtrace::container::Hash128(1, 2),
+            f.compressed_hash());
+      },
+      true);
+  const Repaired r = repair(input);
+  REQUIRE(r.report.has_value());
+  CHECK_FALSE(r.report->nothing_to_repair);
+  CHECK(r.report->events_kept == reader->event_count());
+  REQUIRE(r.report->drops.size() == 1);
+  const auto& d = r.report->drops[0];
+  CHECK(d.part == vs::RepairDrop::Part::kFooter);
+  CHECK(d.events_lost == std::optional<std::uint64_t>(0));
+  CHECK_THAT(vs::repair_drop_where(d), Catch::EndsWith(": no events lost"));
+}
