@@ -33,6 +33,8 @@
 #include "vtrace/runtime/forwarding_runtime.h"
 #include "vtrace/runtime/f16.h"
 #include "vtrace/runtime/immediate.h"
+#include "vtrace/schema/event_links.h"
+#include "vtrace/schema/events.h"
 #include "vtrace/schema/trace_reader.h"
 #include "vtrace/workloads/workload.h"
 
@@ -1218,6 +1220,7 @@ TEST_CASE("flight: a window starts from the state its first batch saw, whatever 
   auto y = buffer("resource.test.y", 2 * n);
   auto w = buffer("weight.test.w", 2 * n * n);
   auto odd = buffer("resource.test.odd", 2 * n + 1);
+  auto tiny = buffer("resource.test.tiny", 1);  // not even one element: nothing to read
   auto late_request = rt::BufferRequest::create(*rt::ResourceId::create("resource.test.late"),
                                                 2 * n, 16, rt::BufferUsage::kScratch,
                                                 rt::ElementType::kF16);
@@ -1283,8 +1286,27 @@ TEST_CASE("flight: a window starts from the state its first batch saw, whatever 
   y.reset();
   w.reset();
   odd.reset();
+  tiny.reset();
   REQUIRE((*rec)->close().has_value());
   CHECK(window_of(dir / "w.vtrace").batches == 2);
   replay(dir / "w.vtrace");
+  // Every payload, the checkpoint's contents included, is f16 data stored as byte planes.
+  auto reader = vtrace::schema::TraceReader::open(dir / "w.vtrace");
+  REQUIRE(reader.has_value());
+  std::uint64_t payloads = 0;
+  REQUIRE((*reader)
+              ->visit_events(0, (*reader)->event_count(),
+                             [&](std::uint64_t, std::span<const std::uint8_t> e) {
+                               for (const auto& id :
+                                    vtrace::schema::event_links(*vtrace::schema::event_of(e))
+                                        .payloads) {
+                                 ++payloads;
+                                 CHECK((*reader)->blob_encoding(id) ==
+                                       vtrace::schema::BlobEncoding::kBytePlanes16);
+                               }
+                               return true;
+                             })
+              .has_value());
+  CHECK(payloads > 0);
   std::filesystem::remove_all(dir);
 }
