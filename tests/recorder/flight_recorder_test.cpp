@@ -1310,3 +1310,31 @@ TEST_CASE("flight: a window starts from the state its first batch saw, whatever 
   CHECK(payloads > 0);
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("flight: a window that starts with the run is the run's events as recorded") {
+  // No batch was evicted: the window needs no prologue (no synthesized creation, contents or
+  // counter baseline), and its first event is the recording's own RuntimeOpened.
+  const auto dir = fresh_dir("vtrace_flight_whole_test");
+  auto rec = RecordingRuntime::create(make_reference(), "reference", dir / "w.vtrace",
+                                      flight_options(64));
+  REQUIRE(rec.has_value());
+  REQUIRE(wl::run_workload(small_decode(2), **rec, nullptr).has_value());
+  const std::uint64_t recorded = (*rec)->events_recorded();
+  REQUIRE((*rec)->dump_window().has_value());
+  REQUIRE((*rec)->close().has_value());
+  auto reader = vtrace::schema::TraceReader::open(dir / "w.vtrace");
+  REQUIRE(reader.has_value());
+  CHECK((*reader)->event_count() == recorded);
+  std::string first;
+  REQUIRE((*reader)
+              ->visit_events(0, 1,
+                             [&](std::uint64_t, std::span<const std::uint8_t> e) {
+                               first = vtrace::schema::event_kind_name(
+                                   *vtrace::schema::event_of(e));
+                               return true;
+                             })
+              .has_value());
+  CHECK(first == "RuntimeOpened");
+  replay(dir / "w.vtrace");
+  std::filesystem::remove_all(dir);
+}
