@@ -59,6 +59,20 @@ class FailingWaits final : public rt::ForwardingRuntime {
   bool fail_waits = false;
 };
 
+// Executes `plan` up to and including its first allocation of an f16 buffer; that buffer's
+// ordinal, or nullopt when there is none.
+std::optional<std::uint64_t> run_to_first_f16_buffer(rp::StepExecutor& executor,
+                                                     const rp::ReplayPlan& plan) {
+  for (const auto& s : plan.steps()) {
+    (void)executor.execute(s);
+    if (const auto* a = std::get_if<rp::step::Allocate>(&s.body);
+        a && a->buffer && a->descriptor && a->descriptor->element_type == rt::ElementType::kF16) {
+      return *a->buffer;
+    }
+  }
+  return std::nullopt;
+}
+
 // The error kind of a refused access (REQUIREs the refusal).
 template <typename T>
 rp::BufferAccessError::Kind refusal(const std::expected<T, rp::BufferAccessError>& result) {
@@ -118,15 +132,7 @@ TEST_CASE("read_buffer and write_buffer refuse what they cannot do", "[replayer]
   const rp::ReplayPlan plan = decode_plan(dir);
   auto runtimes = open_reference();
   rp::StepExecutor executor(plan, *runtimes.primary, *runtimes.auxiliary);
-  std::optional<std::uint64_t> f16_buffer;
-  for (const auto& s : plan.steps()) {
-    (void)executor.execute(s);
-    if (const auto* a = std::get_if<rp::step::Allocate>(&s.body);
-        a && a->buffer && a->descriptor && a->descriptor->element_type == rt::ElementType::kF16) {
-      f16_buffer = *a->buffer;
-      break;
-    }
-  }
+  const std::optional<std::uint64_t> f16_buffer = run_to_first_f16_buffer(executor, plan);
   REQUIRE(f16_buffer.has_value());
   CHECK(refusal(executor.read_buffer(9999, {0, 2})) ==
         rp::BufferAccessError::Kind::kNoSuchBuffer);
@@ -151,15 +157,7 @@ TEST_CASE("a private write whose batch ran and failed is an error, not a success
   auto runtimes = open_reference();
   FailingWaits failing(std::move(runtimes.primary));
   rp::StepExecutor executor(plan, failing, *runtimes.auxiliary);
-  std::optional<std::uint64_t> f16_buffer;
-  for (const auto& s : plan.steps()) {
-    (void)executor.execute(s);
-    if (const auto* a = std::get_if<rp::step::Allocate>(&s.body);
-        a && a->buffer && a->descriptor && a->descriptor->element_type == rt::ElementType::kF16) {
-      f16_buffer = *a->buffer;
-      break;
-    }
-  }
+  const std::optional<std::uint64_t> f16_buffer = run_to_first_f16_buffer(executor, plan);
   REQUIRE(f16_buffer.has_value());
   const std::vector<std::uint8_t> two = {0x00, 0x3C};
   REQUIRE(executor.write_buffer(*f16_buffer, 0, two).has_value());

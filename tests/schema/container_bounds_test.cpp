@@ -57,6 +57,23 @@ Bytes hand_frame(const Bytes& content, std::uint64_t claimed, unsigned window_lo
   return f;
 }
 
+// Appends to `records` a blob record of `stored` bytes with `encoding`, whose id is the XXH3-128
+// of those bytes; returns the id.
+vs::BlobId put_blob_record(Bytes& records, const Bytes& stored, vs::BlobEncoding encoding) {
+  const XXH128_hash_t id = XXH3_128bits(stored.data(), stored.size());
+  Bytes blob;
+  put_le(blob, id.low64, 8);
+  put_le(blob, id.high64, 8);
+  put_le(blob, stored.size(), 8);
+  blob.push_back(static_cast<std::uint8_t>(encoding));
+  blob.resize(vs::kBlobRecordHeaderBytes, 0);
+  blob.insert(blob.end(), stored.begin(), stored.end());
+  put_le(records, blob.size(), 4);
+  records.push_back(static_cast<std::uint8_t>(vs::RecordKind::kBlob));
+  records.insert(records.end(), blob.begin(), blob.end());
+  return vs::BlobId{id.low64, id.high64};
+}
+
 }  // namespace
 
 TEST_CASE(
@@ -146,19 +163,8 @@ TEST_CASE("a byte-plane payload of an odd byte count is refused as corrupt",
   // split, whatever the record's id says.
   const Bytes good = trace_of(3);
   Bytes file(good.begin(), good.begin() + 8 + vs::testing::read_u32(good, 4));
-  const Bytes stored = {0x01, 0x02, 0x03};
-  const XXH128_hash_t id = XXH3_128bits(stored.data(), stored.size());
-  Bytes blob;
-  put_le(blob, id.low64, 8);
-  put_le(blob, id.high64, 8);
-  put_le(blob, stored.size(), 8);
-  blob.push_back(static_cast<std::uint8_t>(vs::BlobEncoding::kBytePlanes16));
-  blob.resize(vs::kBlobRecordHeaderBytes, 0);
-  blob.insert(blob.end(), stored.begin(), stored.end());
   Bytes records;
-  put_le(records, blob.size(), 4);
-  records.push_back(static_cast<std::uint8_t>(vs::RecordKind::kBlob));
-  records.insert(records.end(), blob.begin(), blob.end());
+  (void)put_blob_record(records, {0x01, 0x02, 0x03}, vs::BlobEncoding::kBytePlanes16);
   const Bytes frame = hand_frame(records, records.size(), 17);
   file.insert(file.end(), frame.begin(), frame.end());
   const auto e = refused(file);
@@ -230,25 +236,11 @@ TEST_CASE("a payload stored twice in a recovered file is indexed once, and the o
   const Bytes good = trace_of(3);
   Bytes file(good.begin(), good.begin() + 8 + vs::testing::read_u32(good, 4));
   Bytes records;
-  const auto blob_record = [&](const Bytes& payload) {
-    const XXH128_hash_t id = XXH3_128bits(payload.data(), payload.size());
-    Bytes blob;
-    put_le(blob, id.low64, 8);
-    put_le(blob, id.high64, 8);
-    put_le(blob, payload.size(), 8);
-    blob.push_back(static_cast<std::uint8_t>(vs::BlobEncoding::kRaw));
-    blob.resize(vs::kBlobRecordHeaderBytes, 0);
-    blob.insert(blob.end(), payload.begin(), payload.end());
-    put_le(records, blob.size(), 4);
-    records.push_back(static_cast<std::uint8_t>(vs::RecordKind::kBlob));
-    records.insert(records.end(), blob.begin(), blob.end());
-    return vs::BlobId{id.low64, id.high64};
-  };
   const Bytes x = {1, 2, 3, 4};
   const Bytes y = {5, 6, 7, 8, 9, 10};
-  const vs::BlobId x_id = blob_record(x);
-  (void)blob_record(x);
-  const vs::BlobId y_id = blob_record(y);
+  const vs::BlobId x_id = put_blob_record(records, x, vs::BlobEncoding::kRaw);
+  (void)put_blob_record(records, x, vs::BlobEncoding::kRaw);
+  const vs::BlobId y_id = put_blob_record(records, y, vs::BlobEncoding::kRaw);
   const Bytes frame = hand_frame(records, records.size(), 17);
   file.insert(file.end(), frame.begin(), frame.end());
   auto r = vs::TraceReader::open(vs::memory_source(file, "twice.vtrace"),

@@ -111,6 +111,43 @@ vs::TraceResult<std::unique_ptr<vs::TraceReader>> open_prefix(const Bytes& full,
       synthetic_options());
 }
 
+void put_le(Bytes& out, std::uint64_t v, int n) {
+  for (int i = 0; i < n; ++i) out.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
+}
+
+// The header frame of an empty trace: a file that holds only it, to which a test appends data
+// frames made by hand.
+Bytes header_only() {
+  auto state = std::make_shared<MemorySink::State>();
+  auto writer = vs::TraceWriter::create(std::make_unique<MemorySink>(state), {}, {});
+  REQUIRE(writer.has_value());
+  REQUIRE((*writer)->close({}).has_value());
+  std::lock_guard lk(state->mu);
+  Bytes header = state->bytes;
+  header.resize(8 + vs::testing::read_u32(header, 4));
+  return header;
+}
+
+// The records of synthetic events [from, to).
+Bytes event_records(std::uint32_t from, std::uint32_t to) {
+  Bytes out;
+  for (std::uint32_t ordinal = from; ordinal < to; ++ordinal) {
+    const Bytes e = synthetic_event(ordinal);
+    put_le(out, e.size(), 4);
+    out.push_back(static_cast<std::uint8_t>(vs::RecordKind::kEvent));
+    out.insert(out.end(), e.begin(), e.end());
+  }
+  return out;
+}
+
+// The start of a zstd frame made by hand: no content size, not single segment, content checksum,
+// window 2^17. Blocks follow.
+void put_frame_header(Bytes& file) {
+  put_le(file, 0xFD2FB528u, 4);
+  file.push_back(0x04);
+  file.push_back(7u << 3);
+}
+
 }  // namespace
 
 TEST_CASE("a cut trace with payloads larger than half a frame finds every payload it recovered", "[schema]") {
@@ -236,36 +273,15 @@ TEST_CASE("a cut frame whose decodable prefix ends inside a record's 5-byte pref
   // zstd decodes a cut frame up to its last complete block, and a block may end anywhere: here
   // 1 to 4 bytes into the third record's length-and-kind prefix (a frame made by hand: one raw
   // block that is not the last, and the file ends there).
-  vs::TraceWriterOptions o;
-  auto state = std::make_shared<MemorySink::State>();
-  auto writer = vs::TraceWriter::create(std::make_unique<MemorySink>(state), {}, o);
-  REQUIRE(writer.has_value());
-  REQUIRE((*writer)->close({}).has_value());
-  Bytes header;
-  {
-    std::lock_guard lk(state->mu);
-    header = state->bytes;
-  }
-  header.resize(8 + vs::testing::read_u32(header, 4));
-  Bytes records;
-  const auto put_le = [](Bytes& out, std::uint64_t v, int n) {
-    for (int i = 0; i < n; ++i) out.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
-  };
-  for (std::uint32_t ordinal = 0; ordinal < 3; ++ordinal) {
-    const Bytes e = synthetic_event(ordinal);
-    put_le(records, e.size(), 4);
-    records.push_back(static_cast<std::uint8_t>(vs::RecordKind::kEvent));
-    records.insert(records.end(), e.begin(), e.end());
-  }
+  const Bytes header = header_only();
+  const Bytes records = event_records(0, 3);
   const std::size_t third =
       2 * vs::kRecordPrefixBytes + synthetic_event(0).size() + synthetic_event(1).size();
   for (std::size_t stray = 1; stray < vs::kRecordPrefixBytes; ++stray) {
     INFO(stray << " bytes of the third record's prefix");
     const Bytes block(records.begin(), records.begin() + static_cast<std::ptrdiff_t>(third + stray));
     Bytes file = header;
-    put_le(file, 0xFD2FB528u, 4);
-    file.push_back(0x04);       // no content size, not single segment, content checksum
-    file.push_back(7u << 3);    // window 2^17
+    put_frame_header(file);
     put_le(file, block.size() << 3, 3);  // a raw block, not the last
     file.insert(file.end(), block.begin(), block.end());
     auto r = vs::TraceReader::open(vs::memory_source(file, "cut.vtrace"), synthetic_options());
@@ -283,35 +299,10 @@ TEST_CASE("a cut frame that decodes to less than the scan recovered is refused, 
   // The file changed between the scan and a read (a recording still being written over, a copy
   // in progress): its second block now needs more bytes than the file holds, so the frame
   // decodes to its first block only.
-  vs::TraceWriterOptions o;
-  auto state = std::make_shared<MemorySink::State>();
-  auto writer = vs::TraceWriter::create(std::make_unique<MemorySink>(state), {}, o);
-  REQUIRE(writer.has_value());
-  REQUIRE((*writer)->close({}).has_value());
-  Bytes file;
-  {
-    std::lock_guard lk(state->mu);
-    file = state->bytes;
-  }
-  file.resize(8 + vs::testing::read_u32(file, 4));
-  const auto put_le = [](Bytes& out, std::uint64_t v, int n) {
-    for (int i = 0; i < n; ++i) out.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
-  };
-  const auto records = [&](std::uint32_t from, std::uint32_t to) {
-    Bytes out;
-    for (std::uint32_t ordinal = from; ordinal < to; ++ordinal) {
-      const Bytes e = synthetic_event(ordinal);
-      put_le(out, e.size(), 4);
-      out.push_back(static_cast<std::uint8_t>(vs::RecordKind::kEvent));
-      out.insert(out.end(), e.begin(), e.end());
-    }
-    return out;
-  };
-  const Bytes first = records(0, 2);
-  const Bytes second = records(2, 4);
-  put_le(file, 0xFD2FB528u, 4);
-  file.push_back(0x04);     // no content size, not single segment, content checksum
-  file.push_back(7u << 3);  // window 2^17
+  Bytes file = header_only();
+  const Bytes first = event_records(0, 2);
+  const Bytes second = event_records(2, 4);
+  put_frame_header(file);
   put_le(file, first.size() << 3, 3);  // raw blocks, neither the last: the frame is cut
   file.insert(file.end(), first.begin(), first.end());
   const std::size_t second_header = file.size();
