@@ -211,8 +211,7 @@ std::string usage_failure_message(const CLI::App* app, const CLI::Error& error) 
   const auto parsed = app->get_subcommands();
   // CLI11 lists the words it did not expect in its own order, and checks a missing required
   // option first, so that `compare t.vtrace -r cpu` would say only that --runtimes is required.
-  const std::vector<std::string> extras =
-      in_typed_order(app->remaining(true));
+  const std::vector<std::string> extras = in_typed_order(app->remaining(true));
   if (dynamic_cast<const CLI::ExtrasError*>(&error) != nullptr && !extras.empty()) {
     what = not_expected(extras);
   } else if (dynamic_cast<const CLI::RequiredError*>(&error) != nullptr && !extras.empty()) {

@@ -30,13 +30,11 @@ import time
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
-# The tests that can see a change in each top-level folder (ctest labels, a regex).
-DEFAULT_LABELS = {
-    'runtime': None,  # every test but the two numerics sweeps (they take minutes)
-    'schema': 'schema_test|replayer_test|drift_test|cli_|golden|report_test|'
-              'fuzz_regression_test|recorder_test',
-}
+# The tests that can see a change in a top-level folder (ctest labels, a regex): runtime/ every
+# test but the two numerics sweeps (they take minutes), schema/ the layers above it and its own,
+# any other folder the layers from the replayer up.
 OTHER_LABELS = 'replayer_test|drift_test|cli_|golden|report_test|fuzz_regression_test|recorder_test'
+SCHEMA_LABELS = 'schema_test|' + OTHER_LABELS
 RUNTIME_EXCLUDED = 'runtime_numerics_test|runtime_cuda_arith_test'
 
 
@@ -69,7 +67,7 @@ def selection(mutant):
     top = mutant['file'].split('/', 1)[0]
     if top == 'runtime':
         return ['-LE', RUNTIME_EXCLUDED]
-    return ['-L', DEFAULT_LABELS.get(top, OTHER_LABELS)]
+    return ['-L', SCHEMA_LABELS if top == 'schema' else OTHER_LABELS]
 
 
 def apply(clone, mutant):
@@ -101,7 +99,11 @@ def main():
     args = parser.parse_args()
     mutants = []
     for name in args.mutants:
-        for number, line in enumerate(pathlib.Path(name).read_text().splitlines(), 1):
+        try:
+            text = pathlib.Path(name).read_text()
+        except OSError as e:
+            parser.exit(2, f'mutate: cannot read {name}: {e.strerror}\n')
+        for number, line in enumerate(text.splitlines(), 1):
             if not line.strip():
                 continue
             try:

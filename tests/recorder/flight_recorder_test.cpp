@@ -1206,26 +1206,13 @@ TEST_CASE("flight: a window starts from the state its first batch saw, whatever 
   auto stream = r.create_stream();
   REQUIRE(stream.has_value());
   const std::uint64_t n = 64;
-  const auto buffer = [&](const char* id, std::uint64_t bytes) {
-    auto request = rt::BufferRequest::create(*rt::ResourceId::create(id), bytes, 16,
-                                             rt::BufferUsage::kScratch, rt::ElementType::kF16);
-    REQUIRE(request.has_value());
-    auto permit = r.admit(*request);
-    REQUIRE(permit.has_value());
-    auto b = r.allocate(std::move(*permit));
-    REQUIRE(b.has_value());
-    return std::move(*b);
-  };
-  auto x = buffer("resource.test.x", 2 * n);
-  auto y = buffer("resource.test.y", 2 * n);
-  auto w = buffer("weight.test.w", 2 * n * n);
-  auto odd = buffer("resource.test.odd", 2 * n + 1);
-  auto tiny = buffer("resource.test.tiny", 1);  // not even one element: nothing to read
-  auto late_request = rt::BufferRequest::create(*rt::ResourceId::create("resource.test.late"),
-                                                2 * n, 16, rt::BufferUsage::kScratch,
-                                                rt::ElementType::kF16);
-  REQUIRE(late_request.has_value());
-  auto late_permit = r.admit(*late_request);
+  const auto f16 = rt::ElementType::kF16;
+  auto x = allocate(r, 2 * n, f16, "resource.test.x");
+  auto y = allocate(r, 2 * n, f16, "resource.test.y");
+  auto w = allocate(r, 2 * n * n, f16, "weight.test.w");
+  auto odd = allocate(r, 2 * n + 1, f16, "resource.test.odd");
+  auto tiny = allocate(r, 1, f16, "resource.test.tiny");  // not one element: nothing to read
+  auto late_permit = r.admit(request(2 * n, f16, "resource.test.late"));
   REQUIRE(late_permit.has_value());
   std::vector<float> values(n * n);
   for (std::size_t i = 0; i < values.size(); ++i) {
