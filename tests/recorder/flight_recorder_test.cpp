@@ -26,6 +26,7 @@
 #include "capture_names.h"
 #include "recorder_test_support.h"
 #include "support/importing_runtime.h"
+#include "support/program_runtime.h"
 #include "support/test_support.h"
 #include "vtrace/recorder/open.h"
 #include "vtrace/recorder/recording_runtime.h"
@@ -33,6 +34,7 @@
 #include "vtrace/runtime/forwarding_runtime.h"
 #include "vtrace/runtime/f16.h"
 #include "vtrace/runtime/immediate.h"
+#include "vtrace/runtime/registry.h"
 #include "vtrace/schema/event_links.h"
 #include "vtrace/schema/events.h"
 #include "vtrace/schema/trace_reader.h"
@@ -1188,6 +1190,168 @@ TEST_CASE("flight: an import session dropped without seal does not stop later ch
   const auto w = window_of(*written);
   CHECK(w.batches == 4);  // bounded by the window, not everything since the session
   replay(*written, "reference");
+  std::filesystem::remove_all(dir);
+}
+
+namespace {
+
+std::uint64_t checkpoints_of(RecordingRuntime& rec) {
+  const auto stats = rec.flight_stats();
+  REQUIRE(stats.has_value());
+  return stats->checkpoints;
+}
+
+// `count` batches of one upload each into `buffer` (u8), each a different pattern.
+void upload_batches(rt::DeviceRuntime& r, rt::Stream& stream, const rt::Buffer& buffer,
+                    std::uint64_t size, int count) {
+  for (int i = 0; i < count; ++i) {
+    std::vector<std::uint8_t> bytes(size, static_cast<std::uint8_t>(0x10 + i));
+    REQUIRE(rt::immediate::upload(r, stream, buffer, bytes).has_value());
+  }
+}
+
+// Replays a window on `runtime` opened from a registry holding only it, under the name the
+// window was recorded with.
+void replay_on(const std::filesystem::path& path, const std::string& name,
+               std::function<std::unique_ptr<rt::DeviceRuntime>()> open) {
+  rt::RuntimeRegistry registry;
+  registry.add(name, "test runtime",
+               [open](const rt::RuntimeOpenOptions&) -> rt::Result<std::unique_ptr<rt::DeviceRuntime>> {
+                 return open();
+               });
+  auto report = vtrace::replayer::replay_trace(path, {}, registry);
+  if (!report) FAIL(report.error().message);
+  INFO((report->mismatches.empty()
+            ? std::string()
+            : "event " + std::to_string(report->mismatches.front().event) + " " +
+                  report->mismatches.front().call + ": expected " +
+                  report->mismatches.front().expected + ", actual " +
+                  report->mismatches.front().actual));
+  CHECK(report->mismatch_count == 0);
+}
+
+}  // namespace
+
+TEST_CASE("flight: a failed seal keeps its session open and checkpoints off until it is sealed") {
+  // A window that starts inside an import session would lack the session its later calls use.
+  const auto dir = fresh_dir("vtrace_flight_failed_seal_test");
+  const auto open_importing = [] {
+    return std::make_unique<vtrace::test::ImportingRuntime>(make_reference(), 1);
+  };
+  auto rec = RecordingRuntime::create(open_importing(), "importing", dir / "w.vtrace",
+                                      flight_options(2));
+  REQUIRE(rec.has_value());
+  rt::DeviceRuntime& r = **rec;
+  auto stream = r.create_stream();
+  REQUIRE(stream.has_value());
+  auto weight = allocate(r, 8, rt::ElementType::kU8, "resource.weight");
+  auto scratch = allocate(r, 16, rt::ElementType::kU8, "resource.scratch");
+  upload_batches(r, **stream, *scratch, 16, 1);
+  // A checkpoint is taken at the start of the first call after a batch: here, the begin.
+  auto session = r.begin_static_weight_import();
+  REQUIRE(session.has_value());
+  REQUIRE(session->has_value());
+  const auto before = checkpoints_of(**rec);
+  CHECK(before == 1);
+  const std::vector<std::uint8_t> component(8, 0x5A);
+  REQUIRE((**session)->import_component(component, *weight, 0).has_value());
+  REQUIRE_FALSE((**session)->seal().has_value());  // the injected failure: still open
+  upload_batches(r, **stream, *scratch, 16, 4);
+  CHECK(checkpoints_of(**rec) == before);
+  auto inside = (*rec)->dump_window(FlightTriggerKind::kApi, "inside");
+  REQUIRE(inside.has_value());
+  CHECK(window_of(*inside).batches == 4);  // back to the checkpoint before the session began
+  REQUIRE((**session)->seal().has_value());
+  upload_batches(r, **stream, *scratch, 16, 4);
+  CHECK(checkpoints_of(**rec) >= before + 4);
+  auto after = (*rec)->dump_window(FlightTriggerKind::kApi, "after");
+  REQUIRE(after.has_value());
+  CHECK(window_of(*after).batches == 2);
+  session->value().reset();
+  weight.reset();
+  scratch.reset();
+  REQUIRE((*rec)->close().has_value());
+  replay_on(*inside, "importing", open_importing);
+  replay_on(*after, "importing", open_importing);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("flight: a coalesced command keeps checkpoints off until it is submitted, and only "
+          "until then") {
+  // The format cannot recreate what coalesce_program_bindings returned, so no window may start
+  // while such a command lives: a window cut after the coalesce would submit a command it cannot
+  // create.
+  const auto dir = fresh_dir("vtrace_flight_coalesce_test");
+  auto rec = RecordingRuntime::create(make_reference(), "reference", dir / "w.vtrace",
+                                      flight_options(2));
+  REQUIRE(rec.has_value());
+  rt::DeviceRuntime& r = **rec;
+  auto stream = r.create_stream();
+  REQUIRE(stream.has_value());
+  auto target = allocate(r, 16, rt::ElementType::kU8, "resource.target");
+  auto scratch = allocate(r, 16, rt::ElementType::kU8, "resource.scratch");
+  upload_batches(r, **stream, *scratch, 16, 1);
+  std::vector<rt::CommandPtr> commands;
+  const std::vector<std::uint8_t> pattern(16, 0xC3);
+  auto upload = r.encode_upload(pattern, layout(rt::ElementType::kU8, 16), *target, 0);
+  REQUIRE(upload.has_value());
+  commands.push_back(std::move(*upload));
+  auto coalesced = r.coalesce_program_bindings(std::move(commands));
+  REQUIRE(coalesced.has_value());
+  REQUIRE(coalesced->size() == 1);
+  const auto before = checkpoints_of(**rec);
+  CHECK(before == 1);  // taken at the start of the encode, the first call after the batch
+  upload_batches(r, **stream, *scratch, 16, 4);
+  CHECK(checkpoints_of(**rec) == before);
+  REQUIRE(rt::immediate::submit_and_wait(r, **stream,
+                                         rt::CommandBatch::singleton(std::move(coalesced->front())))
+              .has_value());
+  REQUIRE(rt::immediate::readback(r, **stream, *target) == pattern);
+  auto inside = (*rec)->dump_window(FlightTriggerKind::kApi, "inside");
+  REQUIRE(inside.has_value());
+  CHECK(window_of(*inside).batches == 5);  // back to the checkpoint before the coalesce
+  upload_batches(r, **stream, *scratch, 16, 4);
+  CHECK(checkpoints_of(**rec) >= before + 4);
+  auto after = (*rec)->dump_window(FlightTriggerKind::kApi, "after");
+  REQUIRE(after.has_value());
+  CHECK(window_of(*after).batches == 2);
+  target.reset();
+  scratch.reset();
+  REQUIRE((*rec)->close().has_value());
+  replay(*inside);
+  replay(*after);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("flight: a reusable execution, whose writes no event names, makes the next checkpoint "
+          "read every buffer") {
+  const auto dir = fresh_dir("vtrace_flight_reusable_test");
+  auto rec = RecordingRuntime::create(
+      std::make_unique<vtrace::test::ProgramRuntime>(make_reference()), "programs",
+      dir / "w.vtrace", flight_options(1));
+  REQUIRE(rec.has_value());
+  rt::DeviceRuntime& r = **rec;
+  auto stream = r.create_stream();
+  REQUIRE(stream.has_value());
+  auto target = allocate(r, 16, rt::ElementType::kU8,
+                         std::string(vtrace::test::ProgramRuntime::kProgramTarget));
+  auto scratch = allocate(r, 16, rt::ElementType::kU8, "resource.scratch");
+  upload_batches(r, **stream, *target, 16, 1);  // the target holds 0x10...
+  auto program = r.encode_reusable_execution({"program.test", 1});
+  REQUIRE(program.has_value());
+  REQUIRE(program->has_value());
+  REQUIRE(rt::immediate::submit_and_wait(r, **stream,
+                                         rt::CommandBatch::singleton(std::move(**program)))
+              .has_value());
+  upload_batches(r, **stream, *scratch, 16, 1);  // the window: this batch only
+  REQUIRE(rt::immediate::readback(r, **stream, *target) == std::vector<std::uint8_t>(16, 0));
+  REQUIRE((*rec)->dump_window().has_value());
+  target.reset();
+  scratch.reset();
+  REQUIRE((*rec)->close().has_value());
+  CHECK(window_of(dir / "w.vtrace").batches == 1);
+  // The window starts after the program ran: its prologue must restore the zeroed target.
+  replay(dir / "w.vtrace", "reference");
   std::filesystem::remove_all(dir);
 }
 

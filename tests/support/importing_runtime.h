@@ -1,8 +1,10 @@
 // ImportingRuntime: a runtime with a static weight import session (spec 5.2), which none of the
 // host runtimes has: a ForwardingRuntime whose begin_static_weight_import returns a session that
 // uploads each component into its destination on a stream of its own; a sealed session refuses
-// more components and a second seal (kUnsupportedOperation). For tests of the recorder and the
-// replayer; header-only.
+// more components and a second seal (kUnsupportedOperation). Built with failing_seals = N, the
+// first N seal() calls of the runtime's sessions fail (kInternal) and leave their session open,
+// so a later seal of the same session can succeed. For tests of the recorder and the replayer;
+// header-only.
 #pragma once
 
 #include <algorithm>
@@ -16,17 +18,20 @@ namespace vtrace::test {
 
 class ImportingRuntime final : public runtime::ForwardingRuntime {
  public:
-  using ForwardingRuntime::ForwardingRuntime;
+  explicit ImportingRuntime(std::unique_ptr<runtime::DeviceRuntime> inner, int failing_seals = 0)
+      : ForwardingRuntime(std::move(inner)),
+        failing_seals_(std::make_shared<int>(failing_seals)) {}
   std::optional<runtime::Result<std::unique_ptr<runtime::StaticWeightImportSession>>>
   begin_static_weight_import() override {
     return runtime::Result<std::unique_ptr<runtime::StaticWeightImportSession>>(
-        std::make_unique<Session>(inner()));
+        std::make_unique<Session>(inner(), failing_seals_));
   }
 
  private:
   class Session final : public runtime::StaticWeightImportSession {
    public:
-    explicit Session(runtime::DeviceRuntime& runtime) : runtime_(runtime) {}
+    Session(runtime::DeviceRuntime& runtime, std::shared_ptr<int> failing_seals)
+        : runtime_(runtime), failing_seals_(std::move(failing_seals)) {}
     runtime::Result<void> import_component(std::span<const std::uint8_t> payload,
                                            const runtime::Buffer& destination,
                                            std::uint64_t offset_bytes) override {
@@ -55,14 +60,21 @@ class ImportingRuntime final : public runtime::ForwardingRuntime {
       if (sealed_)
         return std::unexpected(
             runtime::RuntimeError(runtime::ErrorKind::kUnsupportedOperation, "sealed twice"));
+      if (*failing_seals_ > 0) {
+        --*failing_seals_;
+        return std::unexpected(
+            runtime::RuntimeError(runtime::ErrorKind::kInternal, "seal failed (injected)"));
+      }
       sealed_ = true;
       return {};
     }
 
    private:
     runtime::DeviceRuntime& runtime_;
+    std::shared_ptr<int> failing_seals_;
     bool sealed_ = false;
   };
+  std::shared_ptr<int> failing_seals_;
 };
 
 }  // namespace vtrace::test
