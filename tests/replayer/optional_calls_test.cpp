@@ -1,6 +1,7 @@
 // Replay of the optional methods (spec 5.2) the recorder records, and the compatibility rule for
 // event kinds this build does not know.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <catch2/catch.hpp>
 
@@ -541,4 +542,124 @@ TEST_CASE("guarded submits replay with their guard: what it admitted runs, what 
   const auto counters = live->counter_snapshot();
   REQUIRE(counters.has_value());
   CHECK(counters->submissions == 1);  // the rejected batch ran nothing
+}
+
+namespace {
+
+// Everything a batch says besides its commands, and each entry's phase, node and logical work.
+std::string describe_batch(const rt::CommandBatch& batch) {
+  const auto list = [](const std::vector<std::uint32_t>& v) {
+    return fmt::format("[{}]", fmt::join(v, ","));
+  };
+  std::string out = fmt::format(
+      "timing {} path {} eager {} attribution {}", rt::timing_mode_name(batch.timing_mode()),
+      rt::compute_path_requirement_name(batch.compute_path_requirement()),
+      list(batch.declared_eager_compute_node_indices()),
+      rt::attribution_requirement_name(batch.attribution_requirement()));
+  if (const auto& c = batch.reusable_execution_capture()) {
+    out += fmt::format(" capture {} nodes {} eager {} binding {}", c->program_id().str(),
+                       c->node_count(), list(c->eager_boundary_node_indices()),
+                       list(c->per_wave_binding_node_indices()));
+  }
+  for (const auto& e : batch.entries()) {
+    out += fmt::format(" | {} node {}", rt::command_phase_name(e.phase),
+                       e.node_index ? std::to_string(*e.node_index) : "-");
+    if (const auto& w = e.logical_work) {
+      out += fmt::format(" work {} {}+{} tokens {}", rt::batching_form_name(w->batching_form()),
+                         w->participant_start(), w->participant_count(), w->token_count());
+    }
+  }
+  return out;
+}
+
+// The reference runtime, noting each batch it is given (accepted or refused).
+class BatchNoting final : public rt::ForwardingRuntime {
+ public:
+  using ForwardingRuntime::ForwardingRuntime;
+  std::expected<rt::FencePtr, rt::DefinitelyNotSubmitted> submit(
+      rt::Stream& stream, rt::CommandBatch batch) override {
+    batches.push_back(describe_batch(batch));
+    return ForwardingRuntime::submit(stream, std::move(batch));
+  }
+  std::vector<std::string> batches;
+};
+
+}  // namespace
+
+TEST_CASE("a replayed batch says what the recorded one said: timing, path, declared eager "
+          "nodes, attribution, capture, entries",
+          "[replayer]") {
+  const auto open_noting = [](const char* id) {
+    auto inner = rt::default_registry().open("reference", {.device_id = id});
+    REQUIRE(inner.has_value());
+    return std::make_unique<BatchNoting>(std::move(*inner));
+  };
+  ScratchDir dir("replayer-batch-metadata");
+  const auto path = dir / "batches.vtrace";
+  std::vector<std::string> recorded;
+  {
+    auto noting = open_noting("device.vtrace.0");
+    BatchNoting& seen = *noting;
+    auto recording =
+        vtrace::recorder::RecordingRuntime::create(std::move(noting), "noting", path);
+    REQUIRE(recording.has_value());
+    rt::DeviceRuntime& r = **recording;
+    auto stream = r.create_stream();
+    REQUIRE(stream.has_value());
+    auto buffer = make_buffer(r, "resource.test.batches", 16);
+    const auto zero = [&](std::uint64_t at) {
+      auto c = r.encode_zero(*buffer, at, 4);
+      REQUIRE(c.has_value());
+      return std::move(*c);
+    };
+    const auto submit = [&](rt::CommandBatch batch) {
+      auto fence = r.submit(**stream, std::move(batch));
+      if (fence) REQUIRE(r.wait_fence(**fence).has_value());
+    };
+    {  // declared eager boundaries (the reference refuses replay-required paths)
+      rt::CommandBatch batch(rt::TimingMode::kOff,
+                             rt::ComputePathRequirement::kReplayedWithDeclaredEagerBoundaries);
+      REQUIRE(batch.set_declared_eager_compute_node_indices({0, 2}).has_value());
+      auto work = rt::LogicalWork::create(rt::BatchingForm::kPacked, 3, 7);
+      REQUIRE(work.has_value());
+      batch.push_node_initialization(0, *work, zero(0));
+      batch.push_operation(2, {{}, {}, zero(4), {}});
+      submit(std::move(batch));
+    }
+    {  // timing and attribution, on a batch the reference runs
+      rt::CommandBatch batch(rt::TimingMode::kCompletion);
+      batch.require_logical_execution_path_attribution();
+      batch.push_operation(1, {{}, {}, zero(8), {}});
+      submit(std::move(batch));
+    }
+    {  // a reusable execution capture (the reference refuses to consume it)
+      rt::CommandBatch batch;
+      auto program = rt::ProgramId::create("program.test.batches");
+      REQUIRE(program.has_value());
+      auto capture = rt::ReusableExecutionCapture::create(*program, 4, {1}, {0, 3});
+      REQUIRE(capture.has_value());
+      REQUIRE(batch.set_reusable_execution_capture(*capture).has_value());
+      batch.push(zero(12));
+      submit(std::move(batch));
+    }
+    recorded = seen.batches;
+    buffer.reset();
+    REQUIRE((*recording)->close().has_value());
+  }
+  REQUIRE(recorded.size() == 3);
+  CHECK(recorded[0].find("eager [0,2]") != std::string::npos);
+  CHECK(recorded[1].find("attribution logical_execution_path") != std::string::npos);
+  CHECK(recorded[2].find("capture program.test.batches nodes 4 eager [1] binding [0,3]") !=
+        std::string::npos);
+
+  auto reader = schema::TraceReader::open(path);
+  REQUIRE(reader.has_value());
+  auto plan = rp::ReplayPlan::build(**reader);
+  REQUIRE(plan.has_value());
+  auto live = open_noting("device.vtrace.0");
+  auto auxiliary = rt::default_registry().open("reference", {.device_id = "device.vtrace.1"});
+  REQUIRE(auxiliary.has_value());
+  const auto report = rp::execute_plan(*plan, *live, **auxiliary, {});
+  CHECK(report.matched());
+  CHECK(live->batches == recorded);
 }
