@@ -124,6 +124,8 @@ ScriptOutcome run_script(RecordingRuntime& rec, vtrace::runtime::DeviceRuntime& 
   auto report = rec.describe_error(rt::RuntimeError(rt::ErrorKind::kCopyOutOfBounds, "oops"));
   REQUIRE(report.has_value());
   out.describe_code = report->code();
+  // A message the report cannot carry (empty): describe_error fails, and says why.
+  REQUIRE_FALSE(rec.describe_error(rt::RuntimeError(rt::ErrorKind::kInternal, "")).has_value());
 
   // Optional methods: an import session (the ImportingRuntime under the recorder); the others
   // keep the spec's defaults of the reference runtime.
@@ -135,7 +137,8 @@ ScriptOutcome run_script(RecordingRuntime& rec, vtrace::runtime::DeviceRuntime& 
   REQUIRE_FALSE(rec.supports_guarded_submission());
   REQUIRE_FALSE(
       rec.encode_static_weight_transform({b.get(), b.get(), "transform.test"}).has_value());
-  auto plan = rt::ReusableExecutionPlan::create(4);
+  auto plan =
+      rt::ReusableExecutionPlan::create(4, rt::ReusableExecutionCatalogLifetime::kOnDemandBounded);
   REQUIRE(plan.has_value());
   REQUIRE(rec.configure_reusable_executables(**stream, *plan).has_value());
   REQUIRE(rec.seal_reusable_executables(**stream).has_value());
@@ -218,6 +221,9 @@ TEST_CASE("a recorded session stores every event kind with its inputs and outcom
   CHECK(allocs[0]->buffer() == 0u);
   CHECK(allocs[0]->descriptor()->size_bytes() == 64);
   CHECK(allocs[0]->descriptor()->element_type() == fb::ElementType::F16);
+  REQUIRE(allocs[0]->request() != nullptr);  // the permit's request, as its Admit said
+  CHECK(str(allocs[0]->request()->resource_id()) == "resource.a");
+  CHECK(allocs[0]->request()->size_bytes() == 64);
   CHECK(allocs[1]->request() == nullptr);  // consumed permit
   CHECK(allocs[1]->error() != nullptr);
   CHECK(allocs[2]->buffer() == 1u);
@@ -336,9 +342,15 @@ TEST_CASE("a recorded session stores every event kind with its inputs and outcom
   CHECK(str(readbacks[1]->error()->kind()) == "readback_element_type_mismatch");
 
   auto describes = trace.all<fb::DescribeError>(fb::EventBody::DescribeError);
-  REQUIRE(describes.size() == 1);
+  REQUIRE(describes.size() == 2);
   CHECK(str(describes[0]->error()->kind()) == "copy_out_of_bounds");
   CHECK(str(describes[0]->report()->code()) == outcome.describe_code);
+  CHECK(describes[0]->vnext_error() == nullptr);
+  CHECK(str(describes[1]->error()->kind()) == "internal");
+  CHECK(describes[1]->report() == nullptr);
+  REQUIRE(describes[1]->vnext_error() != nullptr);
+  CHECK(str(describes[1]->vnext_error()->display()).find("failure code or message is empty") !=
+        std::string::npos);
 
   // Each optional method as its own event kind (format 1.2), none as an OptionalCall.
   CHECK(trace.all<fb::OptionalCall>(fb::EventBody::OptionalCall).empty());
@@ -362,6 +374,7 @@ TEST_CASE("a recorded session stores every event kind with its inputs and outcom
       trace.all<fb::ConfigureReusableExecutables>(fb::EventBody::ConfigureReusableExecutables);
   REQUIRE(configures.size() == 1);
   CHECK(configures[0]->maximum_executables() == 4);
+  CHECK(configures[0]->catalog_lifetime() == fb::ReusableExecutionCatalogLifetime::OnDemandBounded);
   CHECK(configures[0]->preparation()->state() == fb::ReusableExecutionState::Unsupported);
   CHECK(configures[0]->error() == nullptr);
   auto coalesces = trace.all<fb::CoalesceProgramBindings>(fb::EventBody::CoalesceProgramBindings);
@@ -530,9 +543,10 @@ TEST_CASE("four threads recording at once lose no event") {
 
 namespace {
 
-// A runtime that forwards to the reference runtime and, inside submit, reads the trace recorded
-// so far (the bytes `peek` returns: a memory sink's, or a .partial file's) and notes the kind of
-// the last event a crash at that point would leave behind ("none" when there is none).
+// A runtime that forwards to the reference runtime and, inside submit and wait_fence, reads the
+// trace recorded so far (the bytes `peek` returns: a memory sink's, or a .partial file's) and
+// notes the kind of the last event a crash at that point would leave behind ("none" when there is
+// none): "submit <kind>" or "wait <kind>".
 class PeekingRuntime final : public vtrace::runtime::ForwardingRuntime {
  public:
   using Peek = std::function<std::vector<std::uint8_t>()>;
@@ -542,7 +556,18 @@ class PeekingRuntime final : public vtrace::runtime::ForwardingRuntime {
 
   std::expected<rt::FencePtr, rt::DefinitelyNotSubmitted> submit(rt::Stream& s,
                                                                  rt::CommandBatch b) override {
-    // What a crash here would leave behind: the bytes written so far, read as a recovered file.
+    seen_->push_back("submit " + last_on_disk());
+    return ForwardingRuntime::submit(s, std::move(b));
+  }
+  std::expected<rt::TerminalReceipt, rt::FenceIndeterminate> wait_fence(
+      const rt::Fence& fence) override {
+    seen_->push_back("wait " + last_on_disk());
+    return ForwardingRuntime::wait_fence(fence);
+  }
+
+ private:
+  // What a crash here would leave behind: the bytes written so far, read as a recovered file.
+  std::string last_on_disk() const {
     auto reader =
         vtrace::schema::TraceReader::open(vtrace::schema::memory_source(peek_(), "partial.vtrace"));
     std::string last = "none";
@@ -555,14 +580,20 @@ class PeekingRuntime final : public vtrace::runtime::ForwardingRuntime {
         });
       }
     }
-    seen_->push_back(last);
-    return ForwardingRuntime::submit(s, std::move(b));
+    return last;
   }
-
- private:
   Peek peek_;
   std::shared_ptr<std::vector<std::string>> seen_;
 };
+
+// The entries of `seen` made in `call` ("submit", "wait"), without the call's name.
+std::vector<std::string> seen_in(const std::vector<std::string>& seen, const std::string& call) {
+  std::vector<std::string> out;
+  for (const auto& s : seen) {
+    if (s.starts_with(call + " ")) out.push_back(s.substr(call.size() + 1));
+  }
+  return out;
+}
 
 // Records run_small_workload(8, 1, 2) to memory with `options`; returns, for each submit, the
 // last event kind the sink held while the wrapped submit ran.
@@ -574,7 +605,7 @@ std::vector<std::string> kinds_seen_in_submit(const RecorderOptions& options) {
   auto rec = record_to_memory(std::move(peeking), sink, options);
   (void)run_small_workload(*rec, 8, 1, 2);
   REQUIRE(rec->close().has_value());
-  return *seen;
+  return seen_in(*seen, "submit");
 }
 
 }  // namespace
@@ -586,6 +617,32 @@ TEST_CASE("a submit's intent is on disk before the wrapped submit runs, by defau
   // 1 weight upload + 2 steps.
   REQUIRE(seen.size() == 3);
   for (const auto& kind : seen) CHECK(kind == "SubmitBegin");
+}
+
+TEST_CASE("every event before a fence wait is on disk while the wrapped wait runs, with or "
+          "without flush_before_submit") {
+  for (const bool before_submit : {true, false}) {
+    INFO("flush_before_submit " << before_submit);
+    RecorderOptions options;
+    options.flush_before_submit = before_submit;
+    auto sink = std::make_shared<MemorySink::State>();
+    auto seen = std::make_shared<std::vector<std::string>>();
+    auto rec = record_to_memory(
+        std::make_unique<PeekingRuntime>(make_reference(), [sink] { return sink->copy(); }, seen),
+        sink, options);
+    (void)run_small_workload(*rec, 8, 1, 2);
+    REQUIRE(rec->close().has_value());
+    // The kind of the event recorded just before each WaitFence: what the wait must have seen.
+    auto trace = read_trace(sink->copy());
+    std::vector<std::string> before_waits;
+    for (std::size_t i = 1; i < trace.records.size(); ++i) {
+      if (trace.event(i).body_type() == fb::EventBody::WaitFence) {
+        before_waits.emplace_back(schema::event_kind_name(trace.event(i - 1)));
+      }
+    }
+    REQUIRE(before_waits.size() == 3);
+    CHECK(seen_in(*seen, "wait") == before_waits);
+  }
 }
 
 TEST_CASE("with flush_before_submit off a submit's intent waits in memory for the next fence wait") {
@@ -629,8 +686,9 @@ TEST_CASE("VTRACE_CAPTURE records a submit's intent before the wrapped submit ru
     REQUIRE(dynamic_cast<RecordingRuntime*>(captured->get()) != nullptr);
     (void)run_small_workload(**captured, 8, 1, 2);
   }
-  REQUIRE(seen->size() == 3);
-  for (const auto& kind : *seen) CHECK(kind == "SubmitBegin");
+  const auto submits = seen_in(*seen, "submit");
+  REQUIRE(submits.size() == 3);
+  for (const auto& kind : submits) CHECK(kind == "SubmitBegin");
   std::vector<std::filesystem::path> files;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) files.push_back(entry.path());
   REQUIRE(files.size() == 1);  // finalised: renamed from .partial
