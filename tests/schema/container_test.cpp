@@ -772,6 +772,14 @@ TEST_CASE("a file sink that wrote nothing removes its own empty .partial and no 
   CHECK(std::filesystem::exists(partial));
   CHECK(std::filesystem::exists(path.string() + ".moved"));
   std::filesystem::remove(partial);
+  // The sink's own file, which another writer filled (this sink wrote nothing): those bytes stay.
+  {
+    auto sink = vs::open_file_sink(path);
+    REQUIRE(sink.has_value());
+    std::ofstream(partial, std::ios::app) << "bytes of another writer";
+  }
+  CHECK(std::filesystem::file_size(partial) == 23);
+  std::filesystem::remove(partial);
   std::filesystem::remove(path.string() + ".moved");
   CHECK_FALSE(std::filesystem::exists(path));
 }
