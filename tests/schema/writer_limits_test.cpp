@@ -71,7 +71,7 @@ Bytes six_events_in_frames_of_three(Between&& between) {
 
 }  // namespace
 
-TEST_CASE("an event of exactly the record limit is written and read back; one byte more is "
+TEST_CASE("an event of exactly the record limit is written and read back, and one byte more is "
           "refused and the writer goes on",
           "[schema]") {
   Writing w;
