@@ -396,6 +396,15 @@ TEST_CASE(
   REQUIRE(drifted.first_divergence.has_value());
   CHECK(drifted.first_divergence->kind == "Readback");
   CHECK(drifted.first_divergence->runtime == "b");
+  // Each command's worst class is its one result's; the first divergence's is not bit-exact.
+  REQUIRE(drifted.first_divergence->order.has_value());
+  for (const auto& c : drifted.commands) {
+    REQUIRE(c.results.size() == 1);
+    CHECK(c.worst == c.results[0].cls);
+  }
+  CHECK(drifted.commands[*drifted.first_divergence->order].worst ==
+        drifted.first_divergence->cls);
+  CHECK(drifted.first_divergence->cls != dr::DriftClass::kBitwise);
   CHECK(diff(dir / "reference.vtrace", dir / "cpu-splitk.vtrace", *dr::parse_drift_check("tol:1,1"))
             .verdict() == "match");
 
@@ -422,6 +431,26 @@ TEST_CASE(
   REQUIRE(split.commands.size() > 1);
   for (std::size_t i = 0; i < split.commands.size(); ++i) CHECK(split.commands[i].order == i);
   for (std::size_t i = 0; i < split.structural.size(); ++i) CHECK(split.structural[i].order == i);
+
+  // Calls of other kinds at the same place: the kinds are named, not their arguments.
+  const auto stream_first = [](rt::DeviceRuntime& r) {
+    REQUIRE(r.create_stream().has_value());
+    (void)vtrace::test::f16_buffer(r, "resource.test.kinds", 64);
+  };
+  const auto buffer_first = [](rt::DeviceRuntime& r) {
+    (void)vtrace::test::f16_buffer(r, "resource.test.kinds", 64);
+    REQUIRE(r.create_stream().has_value());
+  };
+  vtrace::test::record_calls(rt::default_registry(), "reference", dir / "stream-first.vtrace",
+                             stream_first);
+  vtrace::test::record_calls(rt::default_registry(), "reference", dir / "buffer-first.vtrace",
+                             buffer_first);
+  const auto kinds = diff(dir / "stream-first.vtrace", dir / "buffer-first.vtrace", bits);
+  REQUIRE_FALSE(kinds.structural.empty());
+  CHECK(kinds.structural[0].event == 1);
+  CHECK(kinds.structural[0].kind == "event_kind");
+  CHECK(kinds.structural[0].expected == "StreamCreated");
+  CHECK(kinds.structural[0].actual == "Admit");
 
   auto missing = dr::diff_traces(golden("tiny.vtrace"), dir / "none.vtrace", bits, "a", "b");
   REQUIRE_FALSE(missing.has_value());

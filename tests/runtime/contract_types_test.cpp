@@ -331,15 +331,23 @@ TEST_CASE("attention policies are kebab-case and parsing normalises case, spaces
 
 TEST_CASE("timing mode predicates follow upstream's table", "[runtime][submission]") {
   using T = TimingMode;
-  CHECK_FALSE(completion_enabled(T::kOff));
-  CHECK(completion_enabled(T::kCompletion));
-  CHECK_FALSE(physical_span_attribution_enabled(T::kCompletion));
-  CHECK(physical_span_attribution_enabled(T::kReplay));
-  CHECK(physical_span_attribution_enabled(T::kVerification));
-  CHECK_FALSE(kernel_attribution_enabled(T::kReplay));
-  CHECK(kernel_attribution_enabled(T::kKernel));
-  CHECK(direct_reusable_execution_allowed(T::kReplay));
-  CHECK_FALSE(direct_reusable_execution_allowed(T::kKernel));
+  // mode: completion, physical span attribution, kernel attribution, direct reusable execution
+  struct Row {
+    T mode;
+    bool completion, span, kernel, direct;
+  };
+  const Row table[] = {{T::kOff, false, false, false, true},
+                       {T::kCompletion, true, false, false, true},
+                       {T::kReplay, true, true, false, true},
+                       {T::kKernel, true, true, true, false},
+                       {T::kVerification, true, true, true, false}};
+  for (const auto& row : table) {
+    INFO(timing_mode_name(row.mode));
+    CHECK(completion_enabled(row.mode) == row.completion);
+    CHECK(physical_span_attribution_enabled(row.mode) == row.span);
+    CHECK(kernel_attribution_enabled(row.mode) == row.kernel);
+    CHECK(direct_reusable_execution_allowed(row.mode) == row.direct);
+  }
   CHECK(static_cast<int>(T::kVerification) == 4);
 }
 
@@ -512,6 +520,21 @@ TEST_CASE("a resource transaction admits within capacity and returns bytes when 
   { auto dropped = std::move(*second); }
   CHECK(transaction.reserved_bytes() == 0);
   CHECK(transaction.capacity_bytes() == 100);
+
+  // Move assignment: the permit assigned to gives back its own bytes, and the one moved from is
+  // consumed (it cannot be turned into a second allocation of the same reservation).
+  auto kept = transaction.admit(request(10));
+  auto replaced = transaction.admit(request(20));
+  REQUIRE((kept && replaced));
+  CHECK(transaction.reserved_bytes() == 30);
+  *replaced = std::move(*kept);
+  CHECK(transaction.reserved_bytes() == 10);
+  CHECK(kept->consumed());  // NOLINT(bugprone-use-after-move)
+  CHECK_FALSE(kept->into_parts().has_value());
+  CHECK_FALSE(replaced->consumed());
+  auto moved_parts = replaced->into_parts();
+  REQUIRE(moved_parts.has_value());
+  CHECK(moved_parts->first.size_bytes() == 10);
 }
 
 TEST_CASE("sha-256 matches the FIPS 180-4 examples and fingerprints frame their parts",
