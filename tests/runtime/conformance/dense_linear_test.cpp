@@ -61,6 +61,8 @@ const char* data_name(Data d) {
          : d == Data::kSpecial ? "inf/nan" : "overflowing";
 }
 
+enum class Alias { kNone, kInput, kWeight };
+
 struct Case {
   std::uint32_t seed = 0;
   std::size_t rows = 1, in = 1, out = 1;
@@ -69,14 +71,18 @@ struct Case {
   Data data = Data::kGaussian;
   std::uint64_t alignment = 16;
   std::uint64_t offset = 0;  // of every region inside its (larger) buffer
-  bool alias = false;        // the output is the input region (in == out)
+  // The output region lies over an operand's: the input's (in == out), or the weight's (one
+  // launch, rows <= in).
+  Alias alias = Alias::kNone;
 };
 
 std::ostream& operator<<(std::ostream& os, const Case& c) {
   return os << "seed " << c.seed << ": rows " << c.rows << " in " << c.in << " out " << c.out
             << ", " << form_name(c.form) << " x" << c.participants << ", " << data_name(c.data)
             << ", alignment " << c.alignment << ", offset " << c.offset
-            << (c.alias ? ", output aliases input" : "");
+            << (c.alias == Alias::kInput    ? ", output aliases input"
+                : c.alias == Alias::kWeight ? ", output aliases weight"
+                                            : "");
 }
 
 // One launch of a case: its rows and byte offsets inside the buffers.
@@ -163,6 +169,14 @@ struct Buffers {
   std::uint64_t launches_counted = 0;
 };
 
+// The buffer a case's launches write: the output, or the operand it aliases.
+template <typename B>
+auto& aliased_target(B& buffers, const Case& c) {
+  return c.alias == Alias::kInput    ? buffers.input
+         : c.alias == Alias::kWeight ? buffers.weight
+                                     : buffers.output;
+}
+
 // Runs the case on `runtime`; returns the three buffers' final contents.
 Buffers execute(DeviceRuntime& runtime, const Case& c, const Prepared& p) {
   auto stream = stream_of(runtime);
@@ -172,7 +186,9 @@ Buffers execute(DeviceRuntime& runtime, const Case& c, const Prepared& p) {
   fill(runtime, *stream, *input, p.input);
   fill(runtime, *stream, *weight, p.weight);
   fill(runtime, *stream, *output, p.output);
-  const Buffer* out_buffer = c.alias ? input.get() : output.get();
+  const Buffer* out_buffer = c.alias == Alias::kInput    ? input.get()
+                            : c.alias == Alias::kWeight ? weight.get()
+                                                        : output.get();
   std::vector<DenseLinearLaunch> launches;
   for (const auto& part : p.parts) {
     launches.push_back({{input.get(), part.input_offset, part.rows * c.in * 2},
@@ -201,7 +217,7 @@ Buffers expected_with(DenseModel model, const Case& c, const Prepared& p) {
   for (const auto& part : p.parts) {
     const std::span<const std::uint8_t> in(p.input.data() + part.input_offset, part.rows * c.in * 2);
     const auto out = model(in, weight, part.rows, c.in, c.out);
-    auto& target = c.alias ? result.input : result.output;
+    auto& target = aliased_target(result, c);
     std::copy(out.begin(), out.end(), target.begin() + static_cast<std::ptrdiff_t>(part.output_offset));
   }
   return result;
@@ -214,9 +230,9 @@ Buffers expected_with(DenseModel model, const Case& c, const Prepared& p) {
 void check_close(const Buffers& actual, const Buffers& expected, const Case& c, const Prepared& p) {
   INFO("compared with the runtime's model within its tolerance");
   Buffers rest = actual;  // actual, with the launches' output regions taken from `expected`
-  const auto& actual_target = c.alias ? actual.input : actual.output;
-  const auto& expected_target = c.alias ? expected.input : expected.output;
-  auto& rest_target = c.alias ? rest.input : rest.output;
+  const auto& actual_target = aliased_target(actual, c);
+  const auto& expected_target = aliased_target(expected, c);
+  auto& rest_target = aliased_target(rest, c);
   const std::span<const std::uint8_t> weight(p.weight.data() + c.offset, c.out * c.in * 2);
   for (const auto& part : p.parts) {
     const std::size_t bytes = part.rows * c.out * 2;
@@ -253,35 +269,39 @@ std::vector<Case> differential_cases() {
   std::uint32_t seed = 0x5EED0000;
   const auto add = [&](std::size_t rows, std::size_t in, std::size_t out, Form form,
                        std::uint32_t participants, Data data, std::uint64_t alignment,
-                       std::uint64_t offset, bool alias) {
+                       std::uint64_t offset, Alias alias) {
     cases.push_back({seed++, rows, in, out, form, participants, data, alignment, offset, alias});
   };
   // Hand-picked: 1 row, rows and features off every vector width, long k, every data class.
-  add(1, 1, 1, Form::kScalar, 1, Data::kGaussian, 1, 0, false);
-  add(1, 3, 7, Form::kScalar, 1, Data::kGaussian, 2, 1, false);
-  add(3, 7, 9, Form::kPacked, 3, Data::kGaussian, 16, 2, false);
-  add(5, 17, 31, Form::kLoop, 2, Data::kGaussian, 64, 6, false);
-  add(7, 33, 65, Form::kLoop, 7, Data::kGaussian, 4096, 34, false);
-  add(9, 65, 33, Form::kPacked, 4, Data::kGaussian, 1, 3, false);
-  add(13, 31, 17, Form::kLoop, 3, Data::kGaussian, 2, 130, false);
-  add(11, 9, 3, Form::kScalar, 1, Data::kGaussian, 16, 0, false);
-  add(1, 16384, 17, Form::kScalar, 1, Data::kGaussian, 64, 2, false);
-  add(3, 16384, 9, Form::kLoop, 3, Data::kGaussian, 4096, 0, false);
-  add(2, 4097, 31, Form::kPacked, 2, Data::kGaussian, 16, 8, false);
-  add(1, 1025, 65, Form::kScalar, 1, Data::kGaussian, 2, 1, false);
-  add(4, 257, 33, Form::kLoop, 2, Data::kGaussian, 1, 5, false);
-  add(6, 255, 32, Form::kPacked, 6, Data::kGaussian, 64, 0, false);
-  add(7, 256, 16, Form::kScalar, 1, Data::kGaussian, 16, 0, false);
-  add(5, 33, 31, Form::kScalar, 1, Data::kSubnormal, 16, 0, false);
-  add(7, 1024, 9, Form::kLoop, 3, Data::kSubnormal, 2, 2, false);
-  add(6, 31, 33, Form::kScalar, 1, Data::kSpecial, 16, 0, false);
-  add(9, 513, 7, Form::kPacked, 3, Data::kSpecial, 1, 1, false);
-  add(5, 17, 9, Form::kScalar, 1, Data::kOverflow, 16, 0, false);
-  add(3, 2049, 5, Form::kLoop, 2, Data::kOverflow, 64, 4, false);
+  add(1, 1, 1, Form::kScalar, 1, Data::kGaussian, 1, 0, Alias::kNone);
+  add(1, 3, 7, Form::kScalar, 1, Data::kGaussian, 2, 1, Alias::kNone);
+  add(3, 7, 9, Form::kPacked, 3, Data::kGaussian, 16, 2, Alias::kNone);
+  add(5, 17, 31, Form::kLoop, 2, Data::kGaussian, 64, 6, Alias::kNone);
+  add(7, 33, 65, Form::kLoop, 7, Data::kGaussian, 4096, 34, Alias::kNone);
+  add(9, 65, 33, Form::kPacked, 4, Data::kGaussian, 1, 3, Alias::kNone);
+  add(13, 31, 17, Form::kLoop, 3, Data::kGaussian, 2, 130, Alias::kNone);
+  add(11, 9, 3, Form::kScalar, 1, Data::kGaussian, 16, 0, Alias::kNone);
+  add(1, 16384, 17, Form::kScalar, 1, Data::kGaussian, 64, 2, Alias::kNone);
+  add(3, 16384, 9, Form::kLoop, 3, Data::kGaussian, 4096, 0, Alias::kNone);
+  add(2, 4097, 31, Form::kPacked, 2, Data::kGaussian, 16, 8, Alias::kNone);
+  add(1, 1025, 65, Form::kScalar, 1, Data::kGaussian, 2, 1, Alias::kNone);
+  add(4, 257, 33, Form::kLoop, 2, Data::kGaussian, 1, 5, Alias::kNone);
+  add(6, 255, 32, Form::kPacked, 6, Data::kGaussian, 64, 0, Alias::kNone);
+  add(7, 256, 16, Form::kScalar, 1, Data::kGaussian, 16, 0, Alias::kNone);
+  add(5, 33, 31, Form::kScalar, 1, Data::kSubnormal, 16, 0, Alias::kNone);
+  add(7, 1024, 9, Form::kLoop, 3, Data::kSubnormal, 2, 2, Alias::kNone);
+  add(6, 31, 33, Form::kScalar, 1, Data::kSpecial, 16, 0, Alias::kNone);
+  add(9, 513, 7, Form::kPacked, 3, Data::kSpecial, 1, 1, Alias::kNone);
+  add(5, 17, 9, Form::kScalar, 1, Data::kOverflow, 16, 0, Alias::kNone);
+  add(3, 2049, 5, Form::kLoop, 2, Data::kOverflow, 64, 4, Alias::kNone);
   // Aliasing: output is the input region.
-  add(3, 17, 17, Form::kScalar, 1, Data::kGaussian, 16, 0, true);
-  add(7, 33, 33, Form::kLoop, 3, Data::kGaussian, 1, 3, true);
-  add(5, 300, 300, Form::kPacked, 5, Data::kSpecial, 4096, 2, true);
+  add(3, 17, 17, Form::kScalar, 1, Data::kGaussian, 16, 0, Alias::kInput);
+  add(7, 33, 33, Form::kLoop, 3, Data::kGaussian, 1, 3, Alias::kInput);
+  add(5, 300, 300, Form::kPacked, 5, Data::kSpecial, 4096, 2, Alias::kInput);
+  // Aliasing: the output lies over the weight, in one launch (rows <= in).
+  add(3, 17, 9, Form::kScalar, 1, Data::kGaussian, 16, 0, Alias::kWeight);
+  add(6, 65, 33, Form::kPacked, 6, Data::kGaussian, 2, 3, Alias::kWeight);
+  add(4, 300, 7, Form::kScalar, 1, Data::kSpecial, 64, 2, Alias::kWeight);
   // Seeded random shapes.
   std::mt19937 rng(20240601);
   const std::size_t ks[] = {1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 65, 127, 129,
@@ -304,7 +324,7 @@ std::vector<Case> differential_cases() {
     const bool alias = in <= 1024 && std::uniform_int_distribution<int>(0, 7)(rng) == 0;
     if (alias) out = in;
     add(rows, in, out, participants == 1 ? Form::kScalar : form, participants, data, pick(alignments),
-        pick(offsets), alias);
+        pick(offsets), alias ? Alias::kInput : Alias::kNone);
   }
   return cases;
 }
