@@ -257,6 +257,42 @@ std::size_t occurrences(const std::string& text, const std::string& what) {
 }
 }  // namespace
 
+TEST_CASE("vtrace replay shows the first 10 mismatches and counts the rest, from 11 on",
+          "[cli][cross-runtime]") {
+  // 16 steps recorded on cpu: cpu-splitk differs at each step's readback (one mismatch a step);
+  // --events cuts the checked range after 10, 11 and 16 of them.
+  vtrace::test::ScratchDir dir("cli-many-mismatches");
+  const auto trace = (dir / "decode.vtrace").string();
+  REQUIRE(run_vtrace(fmt::format("record --workload decode --runtime cpu --hidden 64 --ffn 4096 "
+                                 "--layers 2 --steps 16 -o {}",
+                                 trace))
+              .code == 0);
+  const auto json = (dir / "all.json").string();
+  auto all = run_vtrace(fmt::format("replay {} --runtime cpu-splitk --json {}", trace, json));
+  INFO(all.output);
+  REQUIRE(all.code == 1);
+  std::ifstream in(json);
+  const auto report = nlohmann::json::parse(in);
+  REQUIRE(report["mismatch_count"] == 16);
+  REQUIRE(report["mismatches"].size() == 16);
+  CHECK(occurrences(all.output, "MISMATCH at event") == 10);
+  CHECK(all.output.find("... and 6 more mismatches") != std::string::npos);
+  for (const std::uint64_t shown : {10u, 11u}) {
+    INFO("mismatches in range: " << shown);
+    // Up to the event of the next mismatch (exclusive): exactly `shown` mismatches.
+    const std::uint64_t end = report["mismatches"][shown]["event"];
+    auto run = run_vtrace(
+        fmt::format("replay {} --runtime cpu-splitk --events 0:{}", trace, end));
+    INFO(run.output);
+    CHECK(run.code == 1);
+    CHECK(run.output.find(fmt::format("verdict: mismatch ({} mismatches)", shown)) !=
+          std::string::npos);
+    CHECK(occurrences(run.output, "MISMATCH at event") == 10);
+    CHECK(occurrences(run.output, "more mismatches") == (shown == 11 ? 1u : 0u));
+    if (shown == 11) CHECK(run.output.find("... and 1 more mismatches") != std::string::npos);
+  }
+}
+
 TEST_CASE("vtrace errors about a damaged trace name the file once, in one line", "[cli]") {
   vtrace::test::ScratchDir dir("cli-flip");
   const auto flipped = (dir / "flip.vtrace").string();
@@ -756,6 +792,13 @@ TEST_CASE("vtrace replay --repeat N compares the runs and says they are identica
   INFO(run.output);
   CHECK(run.code == 0);
   CHECK(run.output.find("repeat: 3 runs on cpu identical") != std::string::npos);
+  // 2 is the least that compares; 1 (the default) is the replay alone.
+  auto two = run_vtrace(fmt::format("replay {} --repeat 2", golden("tiny")));
+  CHECK(two.code == 0);
+  CHECK(two.output.find("repeat: 2 runs on reference identical") != std::string::npos);
+  auto one = run_vtrace(fmt::format("replay {} --repeat 1", golden("tiny")));
+  CHECK(one.code == 0);
+  CHECK(one.output.find("repeat:") == std::string::npos);
   CHECK(run_vtrace(fmt::format("replay {} --repeat 0", golden("tiny"))).code == 2);
 }
 
