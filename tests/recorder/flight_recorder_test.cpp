@@ -720,7 +720,8 @@ class DyingRuntime final : public rt::ForwardingRuntime {
 // workload. Returns the product's wait status. The product's output (the default handler's, a
 // sanitizer's report of the re-raised signal) is not the test's.
 int run_dying_product(const std::filesystem::path& dir, std::uint64_t die_at, int signal,
-                      const std::function<void()>& before = {}) {
+                      const std::function<void()>& before = {},
+                      const RecorderOptions& options = flight_options(4)) {
   const pid_t pid = ::fork();
   REQUIRE(pid >= 0);
   if (pid == 0) {
@@ -730,7 +731,7 @@ int run_dying_product(const std::filesystem::path& dir, std::uint64_t die_at, in
     // The workload's model file goes in `dir`, which the test removes: the dying child cannot.
     ::setenv("TMPDIR", dir.c_str(), 1);
     auto rec = RecordingRuntime::create(std::make_unique<DyingRuntime>(die_at, signal),
-                                        "reference", dir / "w.vtrace", flight_options(4));
+                                        "reference", dir / "w.vtrace", options);
     if (before) before();
     if (rec) (void)wl::run_workload(small_decode(20), **rec, nullptr);
     ::_exit(0);  // not reached when the crash ends the product
@@ -774,6 +775,31 @@ TEST_CASE("flight: a process that dies of a fatal signal inside a submit leaves 
     CHECK(replayed.checked.readbacks >= 3);
     std::filesystem::remove_all(dir);
   }
+}
+
+TEST_CASE("flight: a mid-run capture whose start has not come writes no window at a crash") {
+#if defined(__SANITIZE_THREAD__)
+  VTRACE_SKIP("the crash window is not run under ThreadSanitizer");
+#endif
+  // Before its start the capture holds nothing to replay (only the live objects), so a crash
+  // there leaves no file rather than a window of the run before the capture.
+  const auto dir = fresh_dir("vtrace_flight_crash_before_start_test");
+  RecorderOptions options = flight_options(4);
+  options.flight.start =
+      vtrace::recorder::CapturePoint{vtrace::recorder::CapturePoint::Unit::kSubmit, 1000};
+  const int status = run_dying_product(dir, 13, SIGSEGV, {}, options);
+  INFO("wait status " << status);
+  CHECK_FALSE((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+  std::vector<std::string> left;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.path().extension() == ".vtrace") left.push_back(entry.path().filename().string());
+  }
+  CHECK(left.empty());
+  // The same product without a start point leaves its window (the test above, in short).
+  const int whole = run_dying_product(dir, 13, SIGSEGV);
+  CHECK_FALSE((WIFEXITED(whole) && WEXITSTATUS(whole) == 0));
+  CHECK(std::filesystem::exists(dir / "w.vtrace"));
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE(
@@ -1258,9 +1284,11 @@ TEST_CASE("flight: a failed seal keeps its session open and checkpoints off unti
   REQUIRE_FALSE((**session)->seal().has_value());  // the injected failure: still open
   upload_batches(r, **stream, *scratch, 16, 4);
   CHECK(checkpoints_of(**rec) == before);
+  const std::uint64_t last_event = (*rec)->events_recorded() - 1;
   auto inside = (*rec)->dump_window(FlightTriggerKind::kApi, "inside");
   REQUIRE(inside.has_value());
   CHECK(window_of(*inside).batches == 4);  // back to the checkpoint before the session began
+  CHECK(window_of(*inside).trigger_event == last_event);  // an API dump: the last event recorded
   REQUIRE((**session)->seal().has_value());
   upload_batches(r, **stream, *scratch, 16, 4);
   CHECK(checkpoints_of(**rec) >= before + 4);

@@ -26,6 +26,7 @@
 #include "vtrace/recorder/open.h"
 #include "vtrace/runtime/forwarding_runtime.h"
 #include "vtrace/schema/event_links.h"
+#include "vtrace/schema/format.h"
 
 using namespace vtrace::recorder::testing;
 using vtrace::recorder::RecorderOptions;
@@ -468,6 +469,43 @@ TEST_CASE("a trace that cannot be written reports the failure at close and chang
   auto again = rec.close();
   REQUIRE_FALSE(again.has_value());
   CHECK(again.error().message == closed.error().message);
+}
+
+TEST_CASE("a payload the trace cannot hold stops the recording, and close says so though the "
+          "file is complete") {
+  // The writer refuses the payload and goes on; the recorder stops at it. The file ends well (the
+  // events before the refusal, a footer), but close() must still report why recording stopped.
+  namespace rt = vtrace::runtime;
+  auto sink = std::make_shared<MemorySink::State>();
+  auto rec = record_to_memory(make_reference(), sink);
+  auto stream = rec->create_stream();
+  REQUIRE(stream.has_value());
+  auto target = allocate(*rec, 64, rt::ElementType::kU8);
+  const std::vector<std::uint8_t> huge(schema::kMaxRecordBytes, 1);
+  auto upload = rec->encode_upload(huge, layout(rt::ElementType::kU8, huge.size()), *target, 0);
+  // The product sees the runtime's answer (64 bytes cannot take it), unchanged by the recorder.
+  REQUIRE_FALSE(upload.has_value());
+  {
+    auto plain = make_reference("device.recorder.plain");
+    auto plain_target = allocate(*plain, 64, rt::ElementType::kU8);
+    auto answer =
+        plain->encode_upload(huge, layout(rt::ElementType::kU8, huge.size()), *plain_target, 0);
+    REQUIRE_FALSE(answer.has_value());
+    CHECK(upload.error().kind() == answer.error().kind());
+    CHECK(upload.error().message() == answer.error().message());
+  }
+  CHECK(rec->recording_failed());
+  const auto recorded = rec->events_recorded();
+  target.reset();
+  auto closed = rec->close();
+  REQUIRE_FALSE(closed.has_value());
+  CHECK(closed.error().kind == schema::TraceErrorKind::kTooLarge);
+  CHECK(closed.error().message.find(fmt::format("the limit is {}", schema::kMaxRecordBytes -
+                                                                       schema::kBlobRecordHeaderBytes)) !=
+        std::string::npos);
+  auto trace = read_trace(sink->copy());
+  CHECK(trace.reader->complete());
+  CHECK(trace.records.size() == recorded);
 }
 
 TEST_CASE("four threads recording at once lose no event") {
