@@ -168,6 +168,28 @@ TEST_CASE("vtrace record --mode flight with --nan-at-step writes one window endi
   std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("vtrace record --window-mib is in MiB: 1 MiB holds a small run's window whole",
+          "[cli]") {
+  const auto dir = fresh_dir("vtrace_cli_flight_mib_test");
+  const auto window = dir / "w.vtrace";
+  const auto run = run_vtrace(fmt::format(
+      "record --workload decode --hidden 32 --ffn 64 --layers 1 --steps 12 --nan-at-step 10 "
+      "--mode flight --window-batches 1000 --window-mib 1 --runtime cpu -o {}",
+      window.string()));
+  INFO(run.output);
+  REQUIRE(run.code == 0);
+  auto reader = vtrace::schema::TraceReader::open(window);
+  REQUIRE(reader.has_value());
+  const auto* metadata = vtrace::schema::read_trace_metadata((*reader)->header().metadata);
+  REQUIRE((metadata != nullptr && metadata->window() != nullptr));
+  const auto* w = metadata->window();
+  // Every batch up to the trigger: the budget did not evict one.
+  CHECK(w->batches() == w->trigger_batch());
+  CHECK(w->prologue_events() == 0);
+  CHECK(w->batches() > 12);  // the weights' uploads and 11 steps: far more than a KiB
+  std::filesystem::remove_all(dir);
+}
+
 TEST_CASE("vtrace record --mode flight without a trigger writes nothing and says so", "[cli]") {
   const auto dir = fresh_dir("vtrace_cli_flight_quiet_test");
   const auto run = run_vtrace(
@@ -193,6 +215,10 @@ TEST_CASE("vtrace record refuses flight options that do not fit, exit 2, recordi
       {"--workload decode --window-mib 4", "--window-mib needs --mode flight"},
       {"--workload decode --mode replay", "--mode takes full or flight, not `replay`"},
       {"--workload decode --mode flight --window-batches 0", "--window-batches takes 1 or more"},
+      {"--workload decode --mode flight --window-mib 0",
+       "--window-mib takes 1 to 1048576 (MiB), not 0"},
+      {"--workload decode --mode flight --window-mib 1048577",
+       "--window-mib takes 1 to 1048576 (MiB), not 1048577"},
       {"--workload decode --steps 3 --nan-at-step 3", "--nan-at-step 3 names no step"},
       {"--workload tiny --nan-at-step 1", "does not take --nan-at-step"},
   };
