@@ -786,6 +786,39 @@ TEST_CASE("reproduce lines carry how the runtimes were opened, and reproduce as 
   CHECK_THAT(again.output, Catch::Contains("verdict: mismatch"));
 }
 
+TEST_CASE("vtrace record: a workload that fails mid-run exits 1, says where its calls are, and "
+          "keeps them",
+          "[cli]") {
+  // 256 bytes of device memory: the contract workload's allocations run out after a few calls.
+  vtrace::test::ScratchDir dir("cli-record-failing");
+  const auto full = (dir / "full.vtrace").string();
+  auto run = run_vtrace(
+      fmt::format("record --workload contract --device-memory 256 -o {}", full));
+  INFO(run.output);
+  CHECK(run.code == 1);
+  CHECK(run.output.find("workload `contract` failed on runtime `reference`: ") !=
+        std::string::npos);
+  CHECK(run.output.find("admission_over_capacity") != std::string::npos);
+  CHECK(run.output.find(fmt::format("(the trace {} holds the calls up to the failure)", full)) !=
+        std::string::npos);
+  CHECK(run_vtrace(fmt::format("verify {}", full)).code == 0);  // complete, not a cut file
+  auto replayed = run_vtrace(fmt::format("replay {}", full));
+  INFO(replayed.output);
+  CHECK(replayed.code == 0);  // the failing admission is reproduced
+  // Flight mode: the failure is a trigger, its window is written.
+  const auto flight = (dir / "flight.vtrace").string();
+  auto windowed = run_vtrace(
+      fmt::format("record --workload contract --device-memory 256 --mode flight -o {}", flight));
+  INFO(windowed.output);
+  CHECK(windowed.code == 1);
+  CHECK(windowed.output.find(fmt::format("(flight windows: 1 written beside {})", flight)) !=
+        std::string::npos);
+  auto info = run_vtrace(fmt::format("info {}", flight));
+  INFO(info.output);
+  CHECK(info.output.find("written by workload_failed (allocate_buffer(resource.contract.in) "
+                         "failed: admission_over_capacity") != std::string::npos);
+}
+
 TEST_CASE("vtrace replay --repeat N compares the runs and says they are identical", "[cli]") {
   auto run =
       run_vtrace(fmt::format("replay {} --runtime cpu --repeat 3", golden("decode-short-v1.2")));
