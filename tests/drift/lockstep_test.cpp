@@ -710,6 +710,34 @@ TEST_CASE("command effects: coalesced outputs take their inputs' effects only wh
   CHECK(map.find(rp::ObjectRef{1, rp::ObjectRef::Space::kForeign}) == nullptr);
 }
 
+TEST_CASE("command effects: a foreign buffer marks its command foreign and is listed nowhere, an "
+          "empty region is not listed",
+          "[drift]") {
+  const rp::ObjectRef own{4, rp::ObjectRef::Space::kOwn};
+  const rp::ObjectRef foreign{0, rp::ObjectRef::Space::kForeign};
+  dr::CommandEffectsMap map;
+  map.visit({0, "EncodeCopy", rp::step::EncodeCopy{foreign, own, *rt::CopyRegion::create(0, 8, 16),
+                                                    1, {}}});
+  map.visit({1, "EncodeCopy", rp::step::EncodeCopy{own, own, *rt::CopyRegion::create(0, 16, 8),
+                                                    2, {}}});
+  map.visit({2, "EncodeZero", rp::step::EncodeZero{own, 8, 0, 3, {}}});
+  const auto* from_foreign = map.find({1, rp::ObjectRef::Space::kOwn});
+  REQUIRE(from_foreign != nullptr);
+  CHECK(from_foreign->foreign);
+  CHECK(from_foreign->reads.empty());
+  REQUIRE(from_foreign->writes.size() == 1);
+  CHECK(from_foreign->writes[0].buffer == 4);
+  const auto* within = map.find({2, rp::ObjectRef::Space::kOwn});
+  REQUIRE(within != nullptr);
+  CHECK_FALSE(within->foreign);
+  CHECK(within->reads.size() == 1);
+  CHECK(within->writes.size() == 1);
+  const auto* empty = map.find({3, rp::ObjectRef::Space::kOwn});
+  REQUIRE(empty != nullptr);
+  CHECK(empty->writes.empty());
+  CHECK_FALSE(empty->foreign);
+}
+
 TEST_CASE("compare --resync puts back the inputs it overwrote: later batches carry the drift",
           "[drift]") {
   // Batch 1: y = x W1^T over k = 1024 (cpu-splitk drifts); batch 2: z = y W2^T reads y. The
