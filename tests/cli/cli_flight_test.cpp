@@ -38,6 +38,23 @@ std::uint64_t submits_of(const std::filesystem::path& path) {
   return summary->submits();
 }
 
+// The window record of a flight window's metadata, as values (REQUIREd present).
+struct WindowValues {
+  std::string trigger;
+  std::uint64_t batches = 0;
+  std::uint64_t trigger_batch = 0;
+  std::uint64_t prologue_events = 0;
+};
+WindowValues window_values(const std::filesystem::path& path) {
+  auto reader = vtrace::schema::TraceReader::open(path);
+  REQUIRE(reader.has_value());
+  const auto* metadata = vtrace::schema::read_trace_metadata((*reader)->header().metadata);
+  REQUIRE((metadata != nullptr && metadata->window() != nullptr));
+  const auto* w = metadata->window();
+  return {w->trigger() != nullptr ? w->trigger()->str() : "", w->batches(), w->trigger_batch(),
+          w->prologue_events()};
+}
+
 // Whether process `pid` has a handler for `signal` (SigCgt of /proc/PID/status).
 bool catches(pid_t pid, int signal) {
   std::ifstream in(fmt::format("/proc/{}/status", pid));
@@ -138,17 +155,11 @@ TEST_CASE("vtrace record --mode flight with --nan-at-step writes one window endi
           0);
   const std::uint64_t setup_batches = submits_of(one) - 1;
 
-  auto reader = vtrace::schema::TraceReader::open(window);
-  REQUIRE(reader.has_value());
-  const auto* metadata = vtrace::schema::read_trace_metadata((*reader)->header().metadata);
-  REQUIRE(metadata != nullptr);
-  REQUIRE(metadata->window() != nullptr);
-  const auto* w = metadata->window();
-  REQUIRE(w->trigger() != nullptr);
-  CHECK(w->trigger()->str() == "non_finite_readback");
-  CHECK(w->batches() == 16);
+  const auto w = window_values(window);
+  CHECK(w.trigger == "non_finite_readback");
+  CHECK(w.batches == 16);
   // The last batch of the window is step 150's (steps count from 0).
-  CHECK(w->trigger_batch() == setup_batches + 151);
+  CHECK(w.trigger_batch == setup_batches + 151);
 
   const auto info = run_vtrace(fmt::format("info {}", window.string()));
   INFO(info.output);
@@ -178,15 +189,11 @@ TEST_CASE("vtrace record --window-mib is in MiB: 1 MiB holds a small run's windo
       window.string()));
   INFO(run.output);
   REQUIRE(run.code == 0);
-  auto reader = vtrace::schema::TraceReader::open(window);
-  REQUIRE(reader.has_value());
-  const auto* metadata = vtrace::schema::read_trace_metadata((*reader)->header().metadata);
-  REQUIRE((metadata != nullptr && metadata->window() != nullptr));
-  const auto* w = metadata->window();
+  const auto w = window_values(window);
   // Every batch up to the trigger: the budget did not evict one.
-  CHECK(w->batches() == w->trigger_batch());
-  CHECK(w->prologue_events() == 0);
-  CHECK(w->batches() > 12);  // the weights' uploads and 11 steps: far more than a KiB
+  CHECK(w.batches == w.trigger_batch);
+  CHECK(w.prologue_events == 0);
+  CHECK(w.batches > 12);  // the weights' uploads and 11 steps: far more than a KiB
   std::filesystem::remove_all(dir);
 }
 
