@@ -127,8 +127,9 @@ Window window_of(const std::filesystem::path& path) {
 }
 
 // Replays on the recorded runtime, or on `runtime` when given, opened from `registry`.
-vtrace::replayer::ReplayReport replay(const std::filesystem::path& path, std::string runtime = {},
-                                      const rt::RuntimeRegistry& registry = rt::default_registry()) {
+vtrace::replayer::ReplayReport replay(
+    const std::filesystem::path& path, std::string runtime = {},
+    const rt::RuntimeRegistry& registry = rt::default_registry()) {
   vtrace::replayer::ReplayTraceOptions options;
   options.runtime = std::move(runtime);
   auto report = vtrace::replayer::replay_trace(path, options, registry);
