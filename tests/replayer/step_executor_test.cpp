@@ -4,6 +4,7 @@
 
 #include <map>
 
+#include "support/failing_waits.h"
 #include "trace_fixtures.h"
 #include "vtrace/replayer/comparator.h"
 #include "vtrace/replayer/step_executor.h"
@@ -42,22 +43,7 @@ Runtimes open_reference() {
   return {std::move(*primary), std::move(*auxiliary)};
 }
 
-// A runtime whose batches, once `fail_waits` is set, run and fail (a terminal failure, what a
-// device fault reports at the fence; the host runtimes never do).
-class FailingWaits final : public rt::ForwardingRuntime {
- public:
-  using ForwardingRuntime::ForwardingRuntime;
-  std::expected<rt::TerminalReceipt, rt::FenceIndeterminate> wait_fence(
-      const rt::Fence& fence) override {
-    auto receipt = ForwardingRuntime::wait_fence(fence);
-    if (receipt && fail_waits) {
-      receipt->terminal.failure =
-          rt::RuntimeError(rt::ErrorKind::kInternal, "injected: the batch failed on the device");
-    }
-    return receipt;
-  }
-  bool fail_waits = false;
-};
+using vtrace::test::FailingWaits;
 
 // Executes `plan` up to and including its first allocation of an f16 buffer; that buffer's
 // ordinal, or nullopt when there is none.

@@ -154,7 +154,13 @@ TEST_CASE("failure envelopes reject bad codes and messages", "[runtime][error]")
   CHECK(report->code() == "reference_runtime");
   CHECK(report->message() == "boom");
   CHECK_FALSE(report->retryable());
-  CHECK(failure_domain_name(FailureDomain::kModelResolution) == "model_resolution");
+  // Every domain by its serde name: a dropped case falls through to "device".
+  const std::pair<FailureDomain, std::string_view> domains[] = {
+      {FailureDomain::kDevice, "device"},     {FailureDomain::kOperation, "operation"},
+      {FailureDomain::kResource, "resource"}, {FailureDomain::kPlanning, "planning"},
+      {FailureDomain::kModelResolution, "model_resolution"},
+      {FailureDomain::kProduct, "product"},   {FailureDomain::kEvent, "event"}};
+  for (const auto& [domain, name] : domains) CHECK(failure_domain_name(domain) == name);
 }
 
 TEST_CASE("device descriptors require capacity, a storage profile and a 64-hex fingerprint",

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "runtime_test_support.h"
+#include "support/failing_waits.h"
 #include "vtrace/runtime/f16.h"
 #include "vtrace/runtime/forwarding_runtime.h"
 #include "vtrace/runtime/registry.h"
@@ -374,6 +375,31 @@ TEST_CASE("immediate: readback's and submit_and_wait's errors are the contract's
   CHECK(kind_of(immediate::submit_and_wait(rt, *f.stream, CommandBatch())) ==
         ErrorKind::kEmptyBatch);
   CHECK(f.submissions() == submissions);
+}
+
+TEST_CASE("immediate: a batch that runs and fails is submit_and_wait's error, and upload's and "
+          "dense_linear's") {
+  vtrace::test::FailingWaits failing(open("reference"));
+  auto stream = failing.create_stream();
+  REQUIRE(stream.has_value());
+  auto buffer = immediate::allocate_buffer(failing, "resource.f16", ElementType::kF16, 4,
+                                           BufferUsage::kActivations);
+  REQUIRE(buffer.has_value());
+  const std::vector<std::uint8_t> bytes(8, 0x3c);
+  REQUIRE(immediate::upload(failing, **stream, **buffer, bytes).has_value());
+
+  failing.fail_waits = true;
+  auto zero = failing.encode_zero(**buffer, 0, 8);
+  REQUIRE(zero.has_value());
+  auto fence =
+      immediate::submit_and_wait(failing, **stream, CommandBatch::singleton(std::move(*zero)));
+  REQUIRE_FALSE(fence.has_value());
+  CHECK(fence.error().kind() == ErrorKind::kInternal);
+  CHECK(fence.error().message() == "injected: the batch failed on the device");
+  CHECK(kind_of(immediate::upload(failing, **stream, **buffer, bytes)) == ErrorKind::kInternal);
+  const immediate::DenseLinearShape shape{1, 2, 2};
+  CHECK(kind_of(immediate::dense_linear(failing, **stream, **buffer, **buffer, **buffer, shape)) ==
+        ErrorKind::kInternal);
 }
 
 TEST_CASE("immediate: to_f16_bytes and from_f16_bytes are the scalar conversions, little-endian") {
