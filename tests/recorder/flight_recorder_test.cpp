@@ -1103,6 +1103,51 @@ TEST_CASE("VTRACE_CAPTURE in flight mode refuses a path that cannot be written, 
   std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("VTRACE_CAPTURE_START=event:N and STOP=event:M capture between those events") {
+  const auto dir = fresh_dir("vtrace_capture_event_env_test");
+  // The events of a whole run, recorded in full: the capture takes the middle third.
+  const auto events_of = [](std::uint32_t steps) -> std::uint64_t {
+    auto sink = std::make_shared<MemorySink::State>();
+    auto full = record_to_memory(make_reference(), sink);
+    REQUIRE(wl::run_workload(small_decode(steps), *full, nullptr).has_value());
+    REQUIRE(full->close().has_value());
+    return read_trace(sink->copy()).records.size();
+  };
+  const std::uint64_t events = events_of(30);
+  const std::uint64_t per_step = events_of(31) - events;
+  const std::uint64_t start = events / 3;
+  const std::uint64_t stop = 2 * events / 3;
+  const auto path = dir / "event.vtrace";
+  std::optional<ScopedEnv> env(std::in_place,
+                               std::vector<std::pair<std::string, std::string>>{
+                                   {"VTRACE_CAPTURE", path.string()},
+                                   {"VTRACE_CAPTURE_START", fmt::format("event:{}", start)},
+                                   {"VTRACE_CAPTURE_STOP", fmt::format("event:{}", stop)}});
+  auto runtime = vtrace::recorder::open_runtime("reference");
+  env.reset();
+  REQUIRE(runtime.has_value());
+  auto* rec = dynamic_cast<RecordingRuntime*>(runtime->get());
+  REQUIRE(rec != nullptr);
+  REQUIRE(wl::run_workload(small_decode(30), *rec, nullptr).has_value());
+  // Written at the stop point, while the run went on.
+  CHECK(rec->flight_stats()->windows_written == 1);
+  REQUIRE(rec->close().has_value());
+  const auto w = window_of(only_trace_in(dir));
+  INFO("events " << events << " (" << per_step << " a step), window from " << w.first_event
+                 << ", " << w.batches << " batches");
+  CHECK(w.trigger == "capture_range");
+  CHECK(w.detail == fmt::format("from event {} to event {}", start, stop));
+  // It starts at the first call from the start event on and ends at the first call from the
+  // stop event on, each at a quiescent boundary: the steps (one batch each) between the two.
+  CHECK(w.first_event >= start);
+  CHECK(w.first_event <= start + per_step);
+  const std::uint64_t steps = (stop - start) / per_step;
+  CHECK(w.batches + 1 >= steps);
+  CHECK(w.batches <= steps + 1);
+  replay(only_trace_in(dir), "reference");
+  std::filesystem::remove_all(dir);
+}
+
 TEST_CASE("VTRACE_CAPTURE_CRASH=0 turns the crash window off in a mid-run capture too") {
   const auto dir = fresh_dir("vtrace_capture_crash_off_test");
   void* const found = handler_of(SIGSEGV);
