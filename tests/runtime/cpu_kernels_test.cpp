@@ -587,6 +587,19 @@ TEST_CASE("cpu runtime: more worker threads than it takes are refused before any
   }
 }
 
+TEST_CASE("cpu runtime: exactly the most worker threads it takes are taken") {
+  vtrace::runtime::RuntimeOpenOptions options;
+  options.threads = vtrace::runtime::cpu::kCpuMaxThreads;
+  auto opened = vtrace::runtime::default_registry().open("cpu", options);
+  if (!opened && opened.error().message().find("the system refused") != std::string::npos) {
+    VTRACE_SKIP("this machine does not start 1024 threads: " + opened.error().message());
+  }
+  REQUIRE(opened.has_value());
+  const auto* cpu = dynamic_cast<const vr::cpu::CpuRuntime*>(opened->get());
+  REQUIRE(cpu != nullptr);
+  CHECK(cpu->threads() == vtrace::runtime::cpu::kCpuMaxThreads);
+}
+
 TEST_CASE("cpu runtime: worker threads the system refuses to start are an error, not an abort") {
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
   VTRACE_SKIP("an address-space limit breaks the sanitizer's own reservations");
