@@ -1,14 +1,18 @@
 // The step executor on its own: execute and compare step by step, and the private stream
 // (read_buffer / write_buffer) kept out of the counters comparison.
+#include <fmt/format.h>
+
 #include <catch2/catch.hpp>
 
 #include <map>
 
 #include "support/failing_waits.h"
 #include "trace_fixtures.h"
+#include "vtrace/recorder/recording_runtime.h"
 #include "vtrace/replayer/comparator.h"
 #include "vtrace/replayer/step_executor.h"
 #include "vtrace/replayer/object_table.h"
+#include "vtrace/replayer/replay_engine.h"
 #include "vtrace/runtime/forwarding_runtime.h"
 #include "vtrace/runtime/immediate.h"
 #include "vtrace/runtime/registry.h"
@@ -151,6 +155,58 @@ TEST_CASE("a private write whose batch ran and failed is an error, not a success
   const auto written = executor.write_buffer(*f16_buffer, 0, two);
   CHECK(refusal(written) == rp::BufferAccessError::Kind::kRuntime);
   if (!written) CHECK_THAT(written.error().message, Catch::Contains("injected"));
+}
+
+TEST_CASE("a batch recorded as failed at its fence replays as a failure, and a success there is "
+          "a mismatch",
+          "[replayer][executor]") {
+  ScratchDir dir("replayer-failed-terminal");
+  const auto path = dir / "failed.vtrace";
+  {
+    auto inner = rt::default_registry().open("reference", {.device_id = "device.vtrace.0"});
+    REQUIRE(inner.has_value());
+    auto failing = std::make_unique<FailingWaits>(std::move(*inner));
+    failing->fail_waits = true;
+    auto recording =
+        vtrace::recorder::RecordingRuntime::create(std::move(failing), "failing", path, {});
+    REQUIRE(recording.has_value());
+    rt::DeviceRuntime& r = **recording;
+    auto stream = r.create_stream();
+    REQUIRE(stream.has_value());
+    const rt::BufferPtr buffer = vtrace::test::f16_buffer(r, "resource.failed", 8);
+    auto zero = r.encode_zero(*buffer, 0, 8);
+    REQUIRE(zero.has_value());
+    auto fence = r.submit(**stream, rt::CommandBatch::singleton(std::move(*zero)));
+    REQUIRE(fence.has_value());
+    const auto receipt = r.wait_fence(**fence);
+    REQUIRE(receipt.has_value());
+    REQUIRE_FALSE(receipt->terminal.is_succeeded());
+    REQUIRE((*recording)->close().has_value());
+  }
+  auto reader = vtrace::schema::TraceReader::open(path);
+  REQUIRE(reader.has_value());
+  auto plan = rp::ReplayPlan::build(**reader);
+  REQUIRE(plan.has_value());
+
+  // Where the batch fails again, as recorded: a match.
+  auto runtimes = open_reference();
+  FailingWaits failing(std::move(runtimes.primary));
+  failing.fail_waits = true;
+  const auto again = rp::execute_plan(*plan, failing, *runtimes.auxiliary, {});
+  INFO(fmt::format("{}", again.mismatches.empty() ? "" : again.mismatches.front().call));
+  CHECK(again.matched());
+  CHECK(again.checked.fences == 1);
+
+  // Where it succeeds: the recorded failure (its kind: messages are the runtime's own) is the
+  // expected answer, and it differs.
+  auto reference = open_reference();
+  const auto succeeded = rp::execute_plan(*plan, *reference.primary, *reference.auxiliary, {});
+  REQUIRE_FALSE(succeeded.matched());
+  const auto& first = succeeded.mismatches.front();
+  INFO(first.call << ": expected " << first.expected << ", actual " << first.actual);
+  CHECK_THAT(first.call, Catch::StartsWith("wait_fence"));
+  CHECK(first.expected == "terminal failed internal");
+  CHECK(first.actual == "terminal succeeded");
 }
 
 TEST_CASE("the object table forgets what the recording released or consumed",
