@@ -134,6 +134,39 @@ Outcome run_shape(const Shape& s, std::uint32_t seed, Emulate emulate) {
   return outcome;
 }
 
+// Rows and outputs whose every product is -0 (a -0 input, or a negative one times a +0 weight):
+// the reference's sum starts at +0, so each such output is +0 (0x0000); a kernel whose
+// accumulator starts at -0 (or at its first product) writes -0 there. Returns how many outputs
+// differ from the reference's, and REQUIREs that the data holds such outputs.
+template <typename Emulate>
+std::size_t signed_zero_outputs_differing(const Shape& s, Emulate emulate) {
+  std::vector<std::uint16_t> input(static_cast<std::size_t>(s.rows * s.k));
+  std::vector<std::uint16_t> weight(static_cast<std::size_t>(s.out * s.k));
+  for (long r = 0; r < s.rows; ++r) {
+    for (long k = 0; k < s.k; ++k) {
+      // -0, -1, or -(k + 1) / 8: never positive, so a +0 weight makes every product -0.
+      const std::uint16_t value = r % 3 == 0   ? std::uint16_t{0x8000}
+                                  : r % 3 == 1 ? std::uint16_t{0xBC00}
+                                               : rt::f32_to_f16(-static_cast<float>(k + 1) / 8);
+      input[static_cast<std::size_t>(r * s.k + k)] = value;
+    }
+  }
+  for (long o = 0; o < s.out; ++o) {
+    for (long k = 0; k < s.k; ++k) {
+      weight[static_cast<std::size_t>(o * s.k + k)] = o % 2 == 0 ? 0x3C00 : 0x0000;  // 1 or +0
+    }
+  }
+  std::vector<std::uint16_t> actual(static_cast<std::size_t>(s.rows * s.out), 0xFFFFu);
+  emulate(input.data(), weight.data(), actual.data(), s);
+  const auto expected = from_bytes(rt::reference::dense_linear_f16(
+      to_bytes(input), to_bytes(weight), static_cast<std::size_t>(s.rows),
+      static_cast<std::size_t>(s.k), static_cast<std::size_t>(s.out)));
+  REQUIRE(std::count(expected.begin(), expected.end(), std::uint16_t{0x0000}) > 0);
+  std::size_t differing = 0;
+  for (std::size_t e = 0; e < expected.size(); ++e) differing += actual[e] != expected[e] ? 1u : 0u;
+  return differing;
+}
+
 // ---- the device code on the host (cuda_host_shim.h) ---------------------------------------------
 namespace device = vtrace::runtime::cuda::kernels::device;
 namespace shim = vtrace::cuda_host_shim;
@@ -309,4 +342,22 @@ TEST_CASE(
   CHECK(cases == 90);
   INFO("outputs where k descending differs from k ascending: " << order_shows);
   CHECK(order_shows > 100);
+}
+
+TEST_CASE(
+    "cuda kernels' device code, run on the host, sums products that are all -0 to +0, as the "
+    "reference",
+    "[cuda][arith][kernel][device]") {
+  for (const long k : {1L, 9L, 300L}) {
+    for (const long rows : {1L, 3L, 8L}) {
+      INFO("decode: rows " << rows << " k " << k);
+      const auto decode = [](const std::uint16_t* in, const std::uint16_t* w, std::uint16_t* o,
+                             const Shape& s) { device_decode(in, w, o, s, 0); };
+      CHECK(signed_zero_outputs_differing({rows, k, 33}, decode) == 0);
+    }
+    INFO("tiled: rows 70 k " << k);
+    const auto tiled = [](const std::uint16_t* in, const std::uint16_t* w, std::uint16_t* o,
+                          const Shape& s) { device_tiled(in, w, o, s, 0, 65535u); };
+    CHECK(signed_zero_outputs_differing({70, k, 66}, tiled) == 0);
+  }
 }
