@@ -391,6 +391,24 @@ TEST_CASE("flight: an injected NaN writes exactly one window, ending at its batc
   std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("flight: with the non-finite trigger off, an injected NaN writes no window") {
+  const auto dir = fresh_dir("vtrace_flight_nan_off_test");
+  auto options = flight_options(8);
+  options.flight.trigger_on_non_finite_readback = false;
+  auto rec = RecordingRuntime::create(make_reference(), "reference", dir / "w.vtrace", options);
+  REQUIRE(rec.has_value());
+  auto spec = small_decode(12);
+  spec.decode.nan_at_step = 5;
+  const auto report = wl::run_workload(spec, **rec, nullptr);
+  REQUIRE(report.has_value());
+  CHECK(report->readbacks == 12);
+  CHECK((*rec)->flight_stats()->windows_written == 0);
+  CHECK((*rec)->flight_stats()->windows_not_written == 0);
+  REQUIRE((*rec)->close().has_value());
+  CHECK(std::filesystem::is_empty(dir));
+  std::filesystem::remove_all(dir);
+}
+
 TEST_CASE("flight: a counter threshold writes one window when it is first reached") {
   const auto dir = fresh_dir("vtrace_flight_threshold_test");
   auto options = flight_options(4);
@@ -433,6 +451,11 @@ TEST_CASE("flight: a call failing with a chosen error kind writes a window") {
     REQUIRE(permit.has_value());
     auto buffer = (*rec)->allocate(std::move(*permit));
     REQUIRE(buffer.has_value());
+    CHECK((*rec)->flight_stats()->windows_written == 0);
+    // A call failing with another kind is no trigger.
+    auto too_large = (*rec)->admit(request(std::uint64_t{1} << 50, rt::ElementType::kU8));
+    REQUIRE_FALSE(too_large.has_value());
+    REQUIRE(too_large.error().kind() != kind);
     CHECK((*rec)->flight_stats()->windows_written == 0);
     REQUIRE_FALSE((*rec)->encode_zero(**buffer, 1024, 64).has_value());
   }
