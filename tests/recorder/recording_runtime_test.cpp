@@ -956,3 +956,38 @@ TEST_CASE("event_links names every object reference and payload of every event k
   }
   CHECK(kinds.size() == static_cast<std::size_t>(fb::EventBody::MAX) - 1);  // all but OptionalCall
 }
+
+TEST_CASE("a handle of another recording is recorded as foreign, not as this recording's own") {
+  // Both recordings wrap their handles the same way; only the owner tells them apart. Each
+  // recording's first buffer is its own ordinal 0, so taking the other's for one's own would
+  // name this recording's buffer instead.
+  auto sink_a = std::make_shared<MemorySink::State>();
+  auto sink_b = std::make_shared<MemorySink::State>();
+  auto a = record_to_memory(make_reference(), sink_a);
+  auto b = record_to_memory(make_reference(), sink_b);
+  auto permit_a = a->admit(request(64, rt::ElementType::kU8));
+  REQUIRE(permit_a.has_value());
+  auto buffer_a = a->allocate(std::move(*permit_a));
+  REQUIRE(buffer_a.has_value());
+  auto permit_b = b->admit(request(32, rt::ElementType::kU8));
+  REQUIRE(permit_b.has_value());
+  auto buffer_b = b->allocate(std::move(*permit_b));
+  REQUIRE(buffer_b.has_value());
+  // The host runtimes encode another instance's buffer (submit refuses it).
+  auto zero = b->encode_zero(**buffer_a, 0, 64);
+  REQUIRE(zero.has_value());
+  zero->reset();
+  buffer_b->reset();
+  REQUIRE(b->close().has_value());
+  const auto trace = read_trace(sink_b->copy());
+  const auto zeros = trace.all<fb::EncodeZero>(fb::EventBody::EncodeZero);
+  REQUIRE(zeros.size() == 1);
+  CHECK(zeros[0]->destination()->space() == fb::RefSpace::Foreign);
+  CHECK(zeros[0]->destination()->ordinal() == 0);
+  const auto foreign = trace.all<fb::ForeignObjectSeen>(fb::EventBody::ForeignObjectSeen);
+  REQUIRE(foreign.size() == 1);
+  CHECK(foreign[0]->object() == fb::ObjectKind::Buffer);
+  CHECK(foreign[0]->buffer_descriptor()->size_bytes() == 64);
+  buffer_a->reset();
+  REQUIRE(a->close().has_value());
+}
