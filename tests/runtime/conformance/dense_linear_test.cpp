@@ -386,6 +386,57 @@ TEST_CASE("an output region aliasing the input still computes from the original 
   CHECK(f16_values(contents(*runtime, *stream, *activations)) == std::vector<float>{1.0f, -7.5f});
 }
 
+TEST_CASE("an output region over the input one row later still computes from the original input",
+          "[conformance][dense_linear]") {
+  // Output row r lies over input row r + 1: a runtime that writes rows while later ones are still
+  // to be read (row blocks on several threads, or a kernel that reads as it goes) reads outputs
+  // as inputs unless it stages the output.
+  VTRACE_CONFORMANCE_OPEN(runtime, "device.conformance.0");
+  auto stream = stream_of(*runtime);
+  constexpr std::uint64_t kRows = 300;
+  constexpr std::uint64_t kFeatures = 40;
+  constexpr std::uint64_t kRowBytes = kFeatures * 2;
+  std::vector<float> values((kRows + 1) * kFeatures);
+  for (std::size_t e = 0; e < values.size(); ++e) {
+    values[e] = static_cast<float>(static_cast<int>(e * 7919 % 257) - 128) / 64.0f;
+  }
+  std::vector<float> weight_values(kFeatures * kFeatures);
+  for (std::size_t e = 0; e < weight_values.size(); ++e) {
+    weight_values[e] = static_cast<float>(static_cast<int>(e * 104729 % 61) - 30) / 128.0f;
+  }
+  const auto original = f16_bytes(values);
+  const auto weight_bytes = f16_bytes(weight_values);
+  // The answer on separate buffers: the first kRows rows as input.
+  const std::vector<std::uint8_t> input(original.begin(),
+                                        original.begin() + static_cast<std::ptrdiff_t>(kRows *
+                                                                                       kRowBytes));
+  const auto separate = run_dense(*runtime, *stream, input, weight_bytes, kRows, kFeatures,
+                                  kFeatures);
+
+  auto shared = allocate(*runtime, (kRows + 1) * kRowBytes, ElementType::kF16);
+  auto weight = allocate(*runtime, weight_bytes.size(), ElementType::kF16);
+  fill(*runtime, *stream, *shared, original);
+  fill(*runtime, *stream, *weight, weight_bytes);
+  const DenseLinearLaunch launch{{shared.get(), 0, kRows * kRowBytes},
+                                 {weight.get(), 0, weight_bytes.size()},
+                                 {shared.get(), kRowBytes, kRows * kRowBytes},
+                                 kRows,
+                                 kFeatures,
+                                 kFeatures};
+  auto command = runtime->encode_dense_linear({{&launch, 1}, 1, kRows});
+  REQUIRE(command.has_value());
+  submit_ok(*runtime, *stream, CommandBatch::singleton(std::move(*command)));
+  const auto after = contents(*runtime, *stream, *shared);
+  REQUIRE(after.size() == original.size());
+  // Row 0 is input only; rows 1 to kRows are the output, as computed on separate buffers.
+  CHECK(std::equal(original.begin(), original.begin() + kRowBytes, after.begin()));
+  std::size_t first = 0;
+  const std::size_t differing =
+      differing_elements(std::span(after).subspan(kRowBytes), separate, &first);
+  INFO(differing << " output elements differ, first " << first);
+  CHECK(differing == 0);
+}
+
 TEST_CASE("all shared dense-linear vectors match through the runtime",
           "[conformance][dense_linear][vectors]") {
   VTRACE_CONFORMANCE_OPEN(runtime, "device.conformance.0");
