@@ -19,7 +19,7 @@ seconds) and a summary. Exit 0 when no mutant survived that is not marked equiva
 mutant applied and compiled; 1 otherwise; 2 on bad usage.
 
 Nothing here runs in `make test`: a full run of the committed mutants takes about two hours on
-two cores (81 minutes for the first 370, about 50 for the 162 added after them). Never run it in
+two cores (81 minutes for the first 370, about 55 for the 169 added after them). Never run it in
 the repository itself: it edits the clone's files.
 """
 import argparse
