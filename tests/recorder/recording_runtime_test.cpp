@@ -965,19 +965,13 @@ TEST_CASE("a handle of another recording is recorded as foreign, not as this rec
   auto sink_b = std::make_shared<MemorySink::State>();
   auto a = record_to_memory(make_reference(), sink_a);
   auto b = record_to_memory(make_reference(), sink_b);
-  auto permit_a = a->admit(request(64, rt::ElementType::kU8));
-  REQUIRE(permit_a.has_value());
-  auto buffer_a = a->allocate(std::move(*permit_a));
-  REQUIRE(buffer_a.has_value());
-  auto permit_b = b->admit(request(32, rt::ElementType::kU8));
-  REQUIRE(permit_b.has_value());
-  auto buffer_b = b->allocate(std::move(*permit_b));
-  REQUIRE(buffer_b.has_value());
+  rt::BufferPtr buffer_a = allocate(*a, 64, rt::ElementType::kU8);
+  rt::BufferPtr buffer_b = allocate(*b, 32, rt::ElementType::kU8);
   // The host runtimes encode another instance's buffer (submit refuses it).
-  auto zero = b->encode_zero(**buffer_a, 0, 64);
+  auto zero = b->encode_zero(*buffer_a, 0, 64);
   REQUIRE(zero.has_value());
   zero->reset();
-  buffer_b->reset();
+  buffer_b.reset();
   REQUIRE(b->close().has_value());
   const auto trace = read_trace(sink_b->copy());
   const auto zeros = trace.all<fb::EncodeZero>(fb::EventBody::EncodeZero);
@@ -988,6 +982,6 @@ TEST_CASE("a handle of another recording is recorded as foreign, not as this rec
   REQUIRE(foreign.size() == 1);
   CHECK(foreign[0]->object() == fb::ObjectKind::Buffer);
   CHECK(foreign[0]->buffer_descriptor()->size_bytes() == 64);
-  buffer_a->reset();
+  buffer_a.reset();
   REQUIRE(a->close().has_value());
 }
