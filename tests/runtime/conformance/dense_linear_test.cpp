@@ -386,55 +386,79 @@ TEST_CASE("an output region aliasing the input still computes from the original 
   CHECK(f16_values(contents(*runtime, *stream, *activations)) == std::vector<float>{1.0f, -7.5f});
 }
 
-TEST_CASE("an output region over the input one row later still computes from the original input",
-          "[conformance][dense_linear]") {
-  // Output row r lies over input row r + 1: a runtime that writes rows while later ones are still
-  // to be read (row blocks on several threads, or a kernel that reads as it goes) reads outputs
-  // as inputs unless it stages the output.
-  VTRACE_CONFORMANCE_OPEN(runtime, "device.conformance.0");
-  auto stream = stream_of(*runtime);
-  constexpr std::uint64_t kRows = 300;
-  constexpr std::uint64_t kFeatures = 40;
-  constexpr std::uint64_t kRowBytes = kFeatures * 2;
-  std::vector<float> values((kRows + 1) * kFeatures);
-  for (std::size_t e = 0; e < values.size(); ++e) {
-    values[e] = static_cast<float>(static_cast<int>(e * 7919 % 257) - 128) / 64.0f;
-  }
-  std::vector<float> weight_values(kFeatures * kFeatures);
+// A rows x in x out dense linear whose output lies at `output_offset` of the buffer that holds
+// its input (`over_weight` false) or its weight: the buffer must end as the original operand with
+// the answer computed on separate buffers written over it. A runtime that writes outputs while
+// operand elements are still to be read (row blocks or output blocks on several threads, a kernel
+// that reads as it goes) reads its own outputs unless it stages them.
+void check_output_over_operand(DeviceRuntime& runtime, Stream& stream, std::uint64_t rows,
+                               std::uint64_t in, std::uint64_t out, bool over_weight,
+                               std::uint64_t output_offset) {
+  const auto value = [](std::size_t e, std::size_t step, int modulus, float scale) {
+    return static_cast<float>(static_cast<int>(e * step % static_cast<std::size_t>(modulus)) -
+                              modulus / 2) /
+           scale;
+  };
+  std::vector<float> input_values(rows * in);
+  for (std::size_t e = 0; e < input_values.size(); ++e) input_values[e] = value(e, 7919, 257, 64);
+  std::vector<float> weight_values(out * in);
   for (std::size_t e = 0; e < weight_values.size(); ++e) {
-    weight_values[e] = static_cast<float>(static_cast<int>(e * 104729 % 61) - 30) / 128.0f;
+    weight_values[e] = value(e, 104729, 61, 128.0f * std::sqrt(static_cast<float>(in)) / 8);
   }
-  const auto original = f16_bytes(values);
-  const auto weight_bytes = f16_bytes(weight_values);
-  // The answer on separate buffers: the first kRows rows as input.
-  const std::vector<std::uint8_t> input(original.begin(),
-                                        original.begin() + static_cast<std::ptrdiff_t>(kRows *
-                                                                                       kRowBytes));
-  const auto separate = run_dense(*runtime, *stream, input, weight_bytes, kRows, kFeatures,
-                                  kFeatures);
+  const auto input = f16_bytes(input_values);
+  const auto weight = f16_bytes(weight_values);
+  const auto separate = run_dense(runtime, stream, input, weight, rows, in, out);
+  const std::uint64_t output_bytes = rows * out * 2;
 
-  auto shared = allocate(*runtime, (kRows + 1) * kRowBytes, ElementType::kF16);
-  auto weight = allocate(*runtime, weight_bytes.size(), ElementType::kF16);
-  fill(*runtime, *stream, *shared, original);
-  fill(*runtime, *stream, *weight, weight_bytes);
-  const DenseLinearLaunch launch{{shared.get(), 0, kRows * kRowBytes},
-                                 {weight.get(), 0, weight_bytes.size()},
-                                 {shared.get(), kRowBytes, kRows * kRowBytes},
-                                 kRows,
-                                 kFeatures,
-                                 kFeatures};
-  auto command = runtime->encode_dense_linear({{&launch, 1}, 1, kRows});
+  std::vector<std::uint8_t> original = over_weight ? weight : input;
+  original.resize(std::max<std::size_t>(original.size(), output_offset + output_bytes), 0);
+  auto shared = allocate(runtime, original.size(), ElementType::kF16);
+  fill(runtime, stream, *shared, original);
+  // The other operand lies past the output's byte range of its own buffer: only the shared
+  // buffer's overlap can tell the runtime to stage.
+  const std::uint64_t other_offset = output_offset + output_bytes;
+  std::vector<std::uint8_t> other_bytes(other_offset, 0);
+  const auto& other_operand = over_weight ? input : weight;
+  other_bytes.insert(other_bytes.end(), other_operand.begin(), other_operand.end());
+  auto other = allocate(runtime, other_bytes.size(), ElementType::kF16);
+  fill(runtime, stream, *other, other_bytes);
+  const BufferRegionRef shared_operand{shared.get(), 0, over_weight ? weight.size() : input.size()};
+  const BufferRegionRef other_region{other.get(), other_offset, other_operand.size()};
+  const DenseLinearLaunch launch{over_weight ? other_region : shared_operand,
+                                 over_weight ? shared_operand : other_region,
+                                 {shared.get(), output_offset, output_bytes},
+                                 rows,
+                                 in,
+                                 out};
+  auto command = runtime.encode_dense_linear({{&launch, 1}, 1, rows});
   REQUIRE(command.has_value());
-  submit_ok(*runtime, *stream, CommandBatch::singleton(std::move(*command)));
-  const auto after = contents(*runtime, *stream, *shared);
-  REQUIRE(after.size() == original.size());
-  // Row 0 is input only; rows 1 to kRows are the output, as computed on separate buffers.
-  CHECK(std::equal(original.begin(), original.begin() + kRowBytes, after.begin()));
+  submit_ok(runtime, stream, CommandBatch::singleton(std::move(*command)));
+
+  std::vector<std::uint8_t> expected = original;
+  std::copy(separate.begin(), separate.end(),
+            expected.begin() + static_cast<std::ptrdiff_t>(output_offset));
   std::size_t first = 0;
   const std::size_t differing =
-      differing_elements(std::span(after).subspan(kRowBytes), separate, &first);
-  INFO(differing << " output elements differ, first " << first);
+      differing_elements(contents(runtime, stream, *shared), expected, &first);
+  INFO(differing << " differing f16 slots of the shared buffer, first " << first);
   CHECK(differing == 0);
+}
+
+TEST_CASE("an output region over the input one row later still computes from the original input",
+          "[conformance][dense_linear]") {
+  VTRACE_CONFORMANCE_OPEN(runtime, "device.conformance.0");
+  auto stream = stream_of(*runtime);
+  // Output row r lies over input row r + 1.
+  check_output_over_operand(*runtime, *stream, 300, 40, 40, false, 40 * 2);
+}
+
+TEST_CASE("an output region over the weight's first rows still computes from the original weight",
+          "[conformance][dense_linear]") {
+  VTRACE_CONFORMANCE_OPEN(runtime, "device.conformance.0");
+  auto stream = stream_of(*runtime);
+  // The output covers the whole weight: output row r lies over weight rows 16r to 16r + 15,
+  // which the blocks of later outputs read.
+  check_output_over_operand(*runtime, *stream, 256, 64, 4096, true, 0);
 }
 
 TEST_CASE("all shared dense-linear vectors match through the runtime",
