@@ -3,12 +3,15 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
+#include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <expected>
 #include <mutex>
 #include <set>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cublas_linear.h"
@@ -49,12 +52,15 @@ float load_f16(const std::uint8_t* base, std::size_t element) {
 }
 
 // The emulated tensor-core order: k in blocks of 16, each block a pairwise tree of its exact
-// products, the block sums added in k order to one accumulator.
-float blocked_dot(const std::uint8_t* a, const std::uint8_t* b, int k) {
+// products, the block sums added to one accumulator in k order, or last to first when
+// `reversed` (a split-k reduction that takes the partial sums in the order they finish).
+float blocked_dot(const std::uint8_t* a, const std::uint8_t* b, int k, bool reversed) {
   constexpr int kBlock = 16;
   float acc = 0.0f;
   float lane[kBlock];
-  for (int begin = 0; begin < k; begin += kBlock) {
+  const int blocks = (k + kBlock - 1) / kBlock;
+  for (int step = 0; step < blocks; ++step) {
+    const int begin = (reversed ? blocks - 1 - step : step) * kBlock;
     const int count = std::min(kBlock, k - begin);
     for (int l = 0; l < count; ++l) {
       lane[l] = load_f16(a, static_cast<std::size_t>(begin + l)) *
@@ -67,6 +73,17 @@ float blocked_dot(const std::uint8_t* a, const std::uint8_t* b, int k) {
     acc = acc + lane[0];
   }
   return acc;
+}
+
+// VTRACE_CUDA_EMULATOR_GEMM_ORDER=alternate (cuda_emulator.h): whether this cublasGemmEx call,
+// counted over the process, reduces its blocks last to first.
+bool reverse_this_gemm() {
+  static const bool alternate = [] {
+    const char* order = std::getenv("VTRACE_CUDA_EMULATOR_GEMM_ORDER");
+    return order != nullptr && std::string_view(order) == "alternate";
+  }();
+  static std::atomic<std::uint64_t> calls{0};
+  return alternate && ++calls % 2 == 0;
 }
 
 }  // namespace
@@ -180,10 +197,11 @@ cublasStatus_t cublasGemmEx(cublasHandle_t handle, cublasOperation_t transa,
   auto* c = static_cast<std::uint8_t*>(C);
   const auto rows = static_cast<std::size_t>(m), columns = static_cast<std::size_t>(n),
              depth = static_cast<std::size_t>(k);
+  const bool reversed = reverse_this_gemm();
   emu::detail::enqueue(call, handle->stream, [=] {
     for (std::size_t j = 0; j < columns; ++j) {
       for (std::size_t i = 0; i < rows; ++i) {
-        const float sum = blocked_dot(a + 2 * i * depth, b + 2 * j * depth, k);
+        const float sum = blocked_dot(a + 2 * i * depth, b + 2 * j * depth, k, reversed);
         const std::uint16_t bits = rt::f32_to_f16(sum);
         std::memcpy(c + 2 * (j * rows + i), &bits, 2);
       }

@@ -23,6 +23,10 @@
 //   kernels' own device code is tested against it by runtime_cuda_arith_test); cublasGemmEx
 //   sums k in blocks of 16, each block as a pairwise tree, so `cuda-cublas` drifts from the
 //   reference as the real library does (it only takes the one call shape cublas_linear.cpp makes).
+//   With VTRACE_CUDA_EMULATOR_GEMM_ORDER=alternate in the environment, every second cublasGemmEx
+//   call of the process adds its block sums last to first, as a cuBLAS algorithm that reduces
+//   split-k partial sums in the order they finish would: `cuda-cublas` becomes nondeterministic,
+//   for the tests of `vtrace replay --repeat` (tests/scripts/replay_repeat_emulated_test.sh).
 // Misuse is a bug of the runtime under test, not an error to return: a device pointer or range
 //   outside a live allocation, a host pointer given as a device one, memory used after it was
 //   freed, an aliasing output passed to the strict kernel (kernels.h forbids it), an odd f16
