@@ -38,10 +38,18 @@ struct CublasApi {
   decltype(&cublasGetStatusString) status_string = nullptr;
 };
 
-// The loaded table, or why cuBLAS cannot be loaded: "cuBLAS cannot be loaded (libcublas.so.13:
-// cannot open shared object file: No such file or directory)". The answer of the first call is
-// kept for the life of the process.
+// The loaded table, or why cuBLAS cannot be loaded: load_cublas_from(libcublas.so.<major>, the
+// toolkit's library folder of the build). The answer of the first call is kept for the life of
+// the process.
 std::expected<const CublasApi*, std::string> load_cublas();
+
+// One attempt: dlopen `soname` by the loader's paths, else `fallback_dir`/`soname`, and resolve
+// every function of CublasApi. On success the library stays loaded; a library lacking a function
+// is closed again. Errors, one sentence each: "cuBLAS cannot be loaded (<the loader's words for
+// soname>; nor from <fallback_dir>/<soname>)" and "cuBLAS cannot be loaded (<soname> lacks
+// <function>: <the loader's words>)". The real build's only (load_cublas and its test).
+std::expected<CublasApi, std::string> load_cublas_from(const std::string& soname,
+                                                       const std::string& fallback_dir);
 
 // output[rows][out] = input[rows][in] x weight[out][in]^T, row-major little-endian f16, on
 // `stream`.

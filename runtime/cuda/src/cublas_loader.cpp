@@ -16,19 +16,21 @@ std::string loader_words() {
   return words != nullptr ? words : "no reason given";
 }
 
-std::expected<const CublasApi*, std::string> load() {
-  const std::string soname = "libcublas.so." + std::to_string(CUBLAS_VER_MAJOR);
-  // The loader's paths first (LD_LIBRARY_PATH, ld.so.cache), then where the build found it.
+}  // namespace
+
+std::expected<CublasApi, std::string> load_cublas_from(const std::string& soname,
+                                                       const std::string& fallback_dir) {
+  // The loader's paths first (LD_LIBRARY_PATH, ld.so.cache), then the fallback folder.
   void* library = dlopen(soname.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (library == nullptr) {
     const std::string first = loader_words();
-    const std::string built = std::string(VTRACE_CUBLAS_LIBRARY_DIR) + "/" + soname;
-    library = dlopen(built.c_str(), RTLD_NOW | RTLD_LOCAL);
+    const std::string fallback = fallback_dir + "/" + soname;
+    library = dlopen(fallback.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (library == nullptr) {
-      return std::unexpected("cuBLAS cannot be loaded (" + first + "; nor from " + built + ")");
+      return std::unexpected("cuBLAS cannot be loaded (" + first + "; nor from " + fallback + ")");
     }
   }
-  static CublasApi api;
+  CublasApi api;
   std::string missing;
   const auto resolve = [&](auto& slot, const char* symbol) {
     if (!missing.empty()) return;
@@ -48,16 +50,17 @@ std::expected<const CublasApi*, std::string> load() {
   resolve(api.gemm_ex, "cublasGemmEx");
   resolve(api.status_string, "cublasGetStatusString");
   if (!missing.empty()) {
+    dlclose(library);
     return std::unexpected("cuBLAS cannot be loaded (" + soname + " lacks " + missing + ")");
   }
-  return &api;
+  return api;
 }
 
-}  // namespace
-
 std::expected<const CublasApi*, std::string> load_cublas() {
-  static const std::expected<const CublasApi*, std::string> loaded = load();
-  return loaded;
+  static const std::expected<CublasApi, std::string> loaded = load_cublas_from(
+      "libcublas.so." + std::to_string(CUBLAS_VER_MAJOR), VTRACE_CUBLAS_LIBRARY_DIR);
+  if (!loaded) return std::unexpected(loaded.error());
+  return &*loaded;
 }
 
 }  // namespace vtrace::runtime::cuda
