@@ -143,26 +143,24 @@ void check_one_byte_overlap(Order order, Operand operand, Edge edge) {
   CHECK(contents(*runtime, *stream, *shared) == expected);
 }
 
-}  // namespace
-
-TEST_CASE("an output whose last byte is an operand's first is staged, whatever the kernel's order",
-          "[host][dense_linear]") {
+void check_every_order_and_operand(Edge edge) {
   for (const Order order : {Order::kFirstToLast, Order::kLastToFirst}) {
     for (const Operand operand : {Operand::kInput, Operand::kWeight}) {
       INFO("order " << (order == Order::kFirstToLast ? "first to last" : "last to first")
                     << ", operand " << (operand == Operand::kInput ? "input" : "weight"));
-      check_one_byte_overlap(order, operand, Edge::kOperandStartsAtOutputEnd);
+      check_one_byte_overlap(order, operand, edge);
     }
   }
 }
 
+}  // namespace
+
+TEST_CASE("an output whose last byte is an operand's first is staged, whatever the kernel's order",
+          "[host][dense_linear]") {
+  check_every_order_and_operand(Edge::kOperandStartsAtOutputEnd);
+}
+
 TEST_CASE("an output whose first byte is an operand's last is staged, whatever the kernel's order",
           "[host][dense_linear]") {
-  for (const Order order : {Order::kFirstToLast, Order::kLastToFirst}) {
-    for (const Operand operand : {Operand::kInput, Operand::kWeight}) {
-      INFO("order " << (order == Order::kFirstToLast ? "first to last" : "last to first")
-                    << ", operand " << (operand == Operand::kInput ? "input" : "weight"));
-      check_one_byte_overlap(order, operand, Edge::kOperandEndsAtOutputStart);
-    }
-  }
+  check_every_order_and_operand(Edge::kOperandEndsAtOutputStart);
 }
