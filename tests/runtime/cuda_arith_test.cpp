@@ -190,23 +190,48 @@ bool vec_loads(const Operand& a, const Operand& w, long k) {
          reinterpret_cast<std::uintptr_t>(w.bytes) % 16 == 0 && k % device::kGroup == 0;
 }
 
-template <int Rows>
+template <int Rows, int RowsPerThread, int TileK, int Stages, int Warps>
 void run_decode_on_host(const Operand& a, const Operand& w, std::uint8_t* out, long k, long outs) {
   const auto blocks =
       static_cast<unsigned>((outs + strict::kDecodeTileOut - 1) / strict::kDecodeTileOut);
   const bool vec = vec_loads(a, w, k);
-  shim::launch({blocks, 1, 1}, {static_cast<unsigned>(strict::kDecodeTileOut), Rows, 1},
-               [&] { device::decode_kernel<Rows>(a.bytes, w.bytes, out, k, outs, vec); });
+  using Geometry = device::DecodeShape<Rows, RowsPerThread, TileK, Stages, Warps>;
+  shim::launch(
+      {blocks, 1, 1}, {static_cast<unsigned>(strict::kDecodeTileOut), Warps, 1},
+      [&] {
+        device::decode_kernel<Rows, RowsPerThread, TileK, Stages, Warps>(a.bytes, w.bytes, out, k,
+                                                                         outs, vec);
+      },
+      Geometry::kSharedBytes);
+}
+
+// Which decode_kernel instance device_decode runs: the launcher's (DecodeConfig), or two rows
+// per thread (at most the row count), tiles of 64 k, three stages and as many warps as rows need
+// (the other corner of what docs/CUDA.md says was measured).
+enum class DecodeVariant : std::uint8_t { kLauncher, kTwoRowsShortTiles };
+
+template <int Rows>
+void run_decode_variant(const Operand& a, const Operand& w, std::uint8_t* out, long k, long outs,
+                        DecodeVariant v) {
+  using C = device::DecodeConfig<Rows>;
+  if (v == DecodeVariant::kLauncher) {
+    run_decode_on_host<Rows, C::kRowsPerThread, C::kTileK, C::kStages, C::kWarps>(a, w, out, k,
+                                                                                  outs);
+  } else {
+    constexpr int kRpt = Rows >= 2 ? 2 : 1;
+    run_decode_on_host<Rows, kRpt, 64, 3, (Rows + kRpt - 1) / kRpt>(a, w, out, k, outs);
+  }
 }
 
 // The decode kernel's device code for rows 1..8, operands at `offset` from 16-byte alignment.
 void device_decode(const std::uint16_t* in, const std::uint16_t* w, std::uint16_t* out,
-                   const Shape& s, std::size_t offset) {
+                   const Shape& s, std::size_t offset,
+                   DecodeVariant variant = DecodeVariant::kLauncher) {
   const Operand a(in, static_cast<std::size_t>(s.rows * s.k), offset);
   const Operand b(w, static_cast<std::size_t>(s.out * s.k), offset);
   std::vector<std::uint8_t> result(static_cast<std::size_t>(2 * s.rows * s.out), 0xFF);
   const auto run = [&](auto rows_constant) {
-    run_decode_on_host<decltype(rows_constant)::value>(a, b, result.data(), s.k, s.out);
+    run_decode_variant<decltype(rows_constant)::value>(a, b, result.data(), s.k, s.out, variant);
   };
   if (!device::with_decode_rows(s.rows, run))
     FAIL("the decode kernel takes 1 to 8 rows, not " << s.rows);
@@ -290,9 +315,9 @@ TEST_CASE(
   std::size_t cases = 0;
   std::size_t order_shows = 0;
   for (long rows = 1; rows <= strict::kDecodeMaxRows; ++rows) {
-    // k from one element to past four tiles of 128 (the deepest ring), tails of every kind;
-    // outputs: one, a block, and a block and a part of one.
-    for (const long k : {1L, 8L, 127L, 136L, 300L, 1031L}) {
+    // k from one element to past four tiles of 256 (the launcher's rings of 3 and 4 stages wrap),
+    // whole tiles only, tails of every kind; outputs: one, a block, and a block and a part of one.
+    for (const long k : {1L, 8L, 127L, 136L, 300L, 1024L, 1031L}) {
       for (const long out : {1L, 32L, 70L}) {
         for (const std::size_t offset : {std::size_t{0}, std::size_t{2}}) {
           INFO("rows " << rows << " k " << k << " out " << out << " offset " << offset << " seed "
@@ -308,7 +333,7 @@ TEST_CASE(
       }
     }
   }
-  CHECK(cases == 288);
+  CHECK(cases == 336);
   INFO("outputs where k descending differs from k ascending: " << order_shows);
   CHECK(order_shows > 100);
 }
@@ -342,6 +367,29 @@ TEST_CASE(
   CHECK(cases == 90);
   INFO("outputs where k descending differs from k ascending: " << order_shows);
   CHECK(order_shows > 100);
+}
+
+TEST_CASE(
+    "cuda decode kernel's other variant (two rows per thread, short tiles, three stages), run on "
+    "the host, equals the reference kernel",
+    "[cuda][arith][kernel][device]") {
+  std::uint32_t seed = 4000;
+  std::size_t cases = 0;
+  for (const long rows : {1L, 3L, 5L, 8L}) {
+    for (const long k : {127L, 136L, 300L}) {
+      for (const std::size_t offset : {std::size_t{0}, std::size_t{2}}) {
+        INFO("decode: two rows per thread, tiles of 64, three stages, rows "
+             << rows << " k " << k << " offset " << offset << " seed " << seed);
+        const auto emulate = [offset](const std::uint16_t* in, const std::uint16_t* w,
+                                      std::uint16_t* o, const Shape& s) {
+          device_decode(in, w, o, s, offset, DecodeVariant::kTwoRowsShortTiles);
+        };
+        CHECK(run_shape({rows, k, 70}, seed++, emulate).differing == 0);
+        ++cases;
+      }
+    }
+  }
+  CHECK(cases == 24);
 }
 
 TEST_CASE(

@@ -72,6 +72,36 @@ inline void check_vector_access(const void* p) {
   std::abort();
 }
 
+// The block's dynamic shared memory (extern __shared__ on the device): launch() sizes it.
+inline thread_local uint4* dynamic_shared_base = nullptr;
+inline uint4* dynamic_shared() { return dynamic_shared_base; }
+
+// cp.async, as the device orders it: copy_async_16 queues a 16-byte copy in the thread's open
+// group, copy_async_commit closes the group, and copy_async_wait(n) performs every committed
+// group but the n most recent (the device guarantees no more than that). So a kernel that reads
+// a stage before waiting for it reads what was there before, as it could on a GPU.
+struct PendingCopy {
+  void* dst;
+  const void* src;
+};
+inline thread_local std::vector<PendingCopy> open_copies;
+inline thread_local std::vector<std::vector<PendingCopy>> committed_copies;
+inline void copy_async_16(void* dst, const void* src) {
+  check_vector_access(dst);
+  check_vector_access(src);
+  open_copies.push_back({dst, src});
+}
+inline void copy_async_commit() {
+  committed_copies.push_back(std::move(open_copies));
+  open_copies.clear();
+}
+inline void copy_async_wait(std::size_t n) {
+  while (committed_copies.size() > n) {
+    for (const PendingCopy& c : committed_copies.front()) std::memcpy(c.dst, c.src, 16);
+    committed_copies.erase(committed_copies.begin());
+  }
+}
+
 }  // namespace vtrace::cuda_host_shim
 
 // The device's read-only load of 16 bytes, which must be 16-byte aligned (check_vector_access).
@@ -85,11 +115,16 @@ inline uint4 __ldg(const uint4* p) {
 namespace vtrace::cuda_host_shim {
 
 // Runs `kernel` (a callable taking no arguments: the kernel call with its arguments bound) on a
-// grid of grid.x * grid.y blocks of block.x * block.y threads, one block after the other.
-inline void launch(HostDim3 grid, HostDim3 block, const std::function<void()>& kernel) {
+// grid of grid.x * grid.y blocks of block.x * block.y threads, one block after the other, each
+// with dynamic_shared_bytes of dynamic shared memory.
+inline void launch(HostDim3 grid, HostDim3 block, const std::function<void()>& kernel,
+                   std::size_t dynamic_shared_bytes = 0) {
   const unsigned threads = block.x * block.y;
   for (unsigned by = 0; by < grid.y; ++by) {
     for (unsigned bx = 0; bx < grid.x; ++bx) {
+      // Each block's dynamic shared memory starts as garbage, as on the device.
+      std::vector<uint4> dynamic((dynamic_shared_bytes + sizeof(uint4) - 1) / sizeof(uint4),
+                                 uint4{0xA5A5A5A5u, 0xA5A5A5A5u, 0xA5A5A5A5u, 0xA5A5A5A5u});
       std::barrier<> barrier(static_cast<std::ptrdiff_t>(threads));
       std::vector<std::thread> pool;
       pool.reserve(threads);
@@ -99,6 +134,9 @@ inline void launch(HostDim3 grid, HostDim3 block, const std::function<void()>& k
             thread_index = {tx, ty, 0};
             block_index = {bx, by, 0};
             block_barrier = &barrier;
+            dynamic_shared_base = dynamic.data();
+            open_copies.clear();
+            committed_copies.clear();
             kernel();
           });
         }

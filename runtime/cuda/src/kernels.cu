@@ -16,9 +16,19 @@ template <int Rows>
 cudaError_t launch_decode(const std::uint8_t* input, const std::uint8_t* weight,
                           std::uint8_t* output, long long k, long long out_features, bool vec,
                           cudaStream_t stream) {
+  using Config = DecodeConfig<Rows>;
+  using Shape = DecodeShape<Rows, Config::kRowsPerThread, Config::kTileK, Config::kStages,
+                            Config::kWarps>;
+  // The stages are dynamic shared memory, more than the 48 KiB a launch may take unasked: ask
+  // once per instantiation (per process; the runtime uses one device).
+  static const cudaError_t configured =
+      cudaFuncSetAttribute(decode_kernel<Rows>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                           static_cast<int>(Shape::kSharedBytes));
+  if (configured != cudaSuccess) return configured;
   const dim3 grid(static_cast<unsigned>((out_features + kDecodeTileOut - 1) / kDecodeTileOut));
-  const dim3 block(kDecodeTileOut, Rows);
-  decode_kernel<Rows><<<grid, block, 0, stream>>>(input, weight, output, k, out_features, vec);
+  const dim3 block(kDecodeTileOut, Config::kWarps);
+  decode_kernel<Rows><<<grid, block, Shape::kSharedBytes, stream>>>(input, weight, output, k,
+                                                                    out_features, vec);
   return cudaGetLastError();
 }
 

@@ -5,7 +5,8 @@
 // checks each kernel's indexing, staging ring and tails against the reference without a GPU. So
 // this header uses only what that shim provides: threadIdx, blockIdx, __shared__, __align__,
 // __syncthreads, __ldg, uint4, float4, make_uint4, make_float4, __global__, __device__,
-// __launch_bounds__, and on the host only, check_vector_access (16-byte accesses aligned).
+// __launch_bounds__, and on the host only, check_vector_access (16-byte accesses aligned),
+// dynamic_shared (the block's dynamic shared memory) and the cp.async queue (copy_async_*).
 //
 // The per-element arithmetic, the tile layouts and the per-tile reductions are strict_arith.h's.
 // Parallelism is over outputs only: each output's accumulator lives in one thread and sees k
@@ -14,6 +15,7 @@
 // Thread rules: CUDA kernels (one launch per call of kernels.cu's launchers). Errors: none here.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -25,8 +27,11 @@
 // registers); nothing on the host, where it is a test of the indexing.
 #ifdef __CUDACC__
 #define VTRACE_UNROLL _Pragma("unroll")
+#define VTRACE_UNROLL_PRAGMA(text) _Pragma(#text)
+#define VTRACE_UNROLL_BY(n) VTRACE_UNROLL_PRAGMA(unroll n)
 #else
 #define VTRACE_UNROLL
+#define VTRACE_UNROLL_BY(n)
 #endif
 
 namespace vtrace::runtime::cuda::kernels::device {
@@ -78,6 +83,45 @@ __device__ inline void store_float4(float* p, const float4& v) {
 #endif
 }
 
+// The block's dynamic shared memory as 16-byte groups (the launch sizes it): extern __shared__
+// on the device, the shim's per-block buffer on the host.
+#ifdef __CUDACC__
+#define VTRACE_DYNAMIC_SHARED(name) extern __shared__ __align__(16) uint4 name[]
+#else
+#define VTRACE_DYNAMIC_SHARED(name) uint4* const name = ::vtrace::cuda_host_shim::dynamic_shared()
+#endif
+
+// cp.async: a 16-byte copy from global to shared memory that completes asynchronously (both
+// addresses 16-byte aligned); copy_async_commit closes this thread's group of copies, and
+// copy_async_wait<N> waits until at most N of its committed groups are still in flight. On the
+// host, the shim's queue, which performs a group's copies only when it is waited for.
+__device__ inline void copy_async_16(void* shared_dst, const void* global_src) {
+#ifdef __CUDA_ARCH__
+  const auto address = static_cast<unsigned>(__cvta_generic_to_shared(shared_dst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(address), "l"(global_src)
+               : "memory");
+#elif !defined(__CUDACC__)
+  ::vtrace::cuda_host_shim::copy_async_16(shared_dst, global_src);
+#else
+  (void)shared_dst, (void)global_src;
+#endif
+}
+__device__ inline void copy_async_commit() {
+#ifdef __CUDA_ARCH__
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+#elif !defined(__CUDACC__)
+  ::vtrace::cuda_host_shim::copy_async_commit();
+#endif
+}
+template <int N>
+__device__ inline void copy_async_wait() {
+#ifdef __CUDA_ARCH__
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+#elif !defined(__CUDACC__)
+  ::vtrace::cuda_host_shim::copy_async_wait(N);
+#endif
+}
+
 __device__ inline std::uint16_t group_element(const uint4& g, int e) {
   const std::uint32_t word = e < 2 ? g.x : e < 4 ? g.y : e < 6 ? g.z : g.w;
   return static_cast<std::uint16_t>((e & 1) != 0 ? word >> 16 : word & 0xFFFFu);
@@ -90,117 +134,214 @@ __device__ inline void store_output(std::uint8_t* out, long long element, float 
 }
 
 // --- decode: rows <= kDecodeMaxRows ------------------------------------------------------------
-// A block owns kDecodeTileOut consecutive outputs of every row: thread (x, y) the output
-// col0 + x of row y. Per k tile it stages the block's weight lines and the input rows
-// (decode_slot), then each thread reduces its pair of lines (reduce_tile). The kernel is a
-// template over the row count, so that each thread's share of a tile's 16-byte groups
-// (DecodeShape::kGroupsPerThread) is a constant and the thread keeps the next kDepth tiles in
-// registers: a ring of kDepth slots, slot s holding tile t + kDepth once tile t is staged. With
-// few rows a block is one or two warps and a tile's reduction is short, so one tile in flight
-// would leave the memory latency exposed; the depth keeps about 40 KiB of loads in flight per
-// SM at the shapes of the benchmarks (1 row: 2.6 one-warp blocks per SM x 2 tiles x 8.25 KiB;
-// 8 rows: one block x 4 tiles x 10 KiB).
-constexpr int kDecodeGroupsPerLine = kDecodeTileK / kGroup;
+// A block owns kDecodeTileOut consecutive outputs of every row and walks k in tiles of TileK
+// through a ring of Stages shared-memory stages: while tile t is reduced, the copies of the next
+// Stages - 1 tiles are in flight (cp.async: global to shared without passing through registers,
+// so a block can keep tens of KiB in flight). A stage holds the block's 32 weight lines and its
+// Rows input lines as f16 bits, in 16-byte groups; all Warps warps copy, each warp instruction
+// 512 contiguous bytes of one line. Per tile the block converts the input groups once into an
+// f32 tile (tile_a), then thread (x, y) with y < kRowThreads adds the tile's products of weight
+// line x to the accumulators of its rows y * RowsPerThread + j, k ascending, converting each
+// weight as it uses it (a thread past the last row computes a copy of the last row's and writes
+// nothing); warps past kRowThreads only copy and convert. A warp is 32 x's of one y, so every
+// lane reads the same input floats (a broadcast); the weight groups of a line are stored
+// XOR-swizzled by line, so that the 8 lanes of a quarter warp reading group g of 8 consecutive
+// lines hit 32 distinct banks. docs/CUDA.md says what was measured and why.
+constexpr int kDecodeSwizzle = 8;
 
+// How decode_kernel<Rows> runs (kernels.cu launches with these; docs/CUDA.md, "What was
+// measured"): rows per thread, k per tile, stages, warps per block.
 template <int Rows>
-struct DecodeShape {
-  static constexpr int kThreads = kDecodeTileOut * Rows;
-  static constexpr auto kInputFloats = static_cast<unsigned>(Rows * kDecodeStride);
-  static constexpr int kLines = kDecodeTileOut + Rows;  // weight lines first, then input rows
-  static constexpr int kGroups = kLines * kDecodeGroupsPerLine;
-  static constexpr int kGroupsPerThread = (kGroups + kThreads - 1) / kThreads;
-  // About 36 staged groups (144 registers) per thread at most, 4 tiles at most.
-  static constexpr int kDepthByRegisters = 36 / kGroupsPerThread;
-  static constexpr int kDepth = kDepthByRegisters < 1   ? 1
-                                : kDepthByRegisters > 4 ? 4
-                                                        : kDepthByRegisters;
+struct DecodeConfig {
+  static constexpr int kRowsPerThread = 1;
+  static constexpr int kTileK = 512;
+  static constexpr int kStages = 2;
+  static constexpr int kWarps = Rows < 4 ? 4 : Rows;
 };
 
-template <int Rows>
-__global__ void __launch_bounds__(kDecodeTileOut* Rows, 1)
+template <int Rows, int RowsPerThread, int TileK, int Stages, int Warps>
+struct DecodeShape {
+  static_assert(RowsPerThread >= 1 && RowsPerThread <= Rows);
+  static_assert(TileK % (kGroup * kDecodeSwizzle) == 0 && Stages >= 2);
+  static constexpr int kRowThreads = (Rows + RowsPerThread - 1) / RowsPerThread;  // reducing warps
+  static_assert(kRowThreads <= Warps);
+  static constexpr int kThreads = kDecodeTileOut * Warps;  // blockDim (32, Warps)
+  static constexpr int kGroupsPerLine = TileK / kGroup;
+  static constexpr int kLines = kDecodeTileOut + Rows;  // weight lines first, then input rows
+  static constexpr int kStageGroups = kLines * kGroupsPerLine;
+  static constexpr int kCopiesPerThread = (kStageGroups + kThreads - 1) / kThreads;
+  static constexpr int kInputGroups = Rows * kGroupsPerLine;
+  static constexpr int kConversionsPerThread = (kInputGroups + kThreads - 1) / kThreads;
+  static constexpr auto kInputFloats = static_cast<unsigned>(Rows * TileK);
+  // The launch's dynamic shared memory: the stages.
+  static constexpr std::size_t kSharedBytes =
+      static_cast<std::size_t>(Stages) * kStageGroups * sizeof(uint4);
+};
+
+// Where group g of line `line` (weight lines 0..31, then input rows) lives in a stage.
+template <int GroupsPerLine>
+__device__ inline int decode_stage_slot(int line, int g) {
+  const bool is_weight = line < kDecodeTileOut;
+  return line * GroupsPerLine + (is_weight ? g ^ (line % kDecodeSwizzle) : g);
+}
+
+template <int Rows, int RowsPerThread = DecodeConfig<Rows>::kRowsPerThread,
+          int TileK = DecodeConfig<Rows>::kTileK, int Stages = DecodeConfig<Rows>::kStages,
+          int Warps = DecodeConfig<Rows>::kWarps>
+__global__ void __launch_bounds__(DecodeShape<Rows, RowsPerThread, TileK, Stages, Warps>::kThreads)
     decode_kernel(const std::uint8_t* in, const std::uint8_t* w, std::uint8_t* out, long long k,
                   long long out_features, bool vec) {
-  using Shape = DecodeShape<Rows>;
+  using Shape = DecodeShape<Rows, RowsPerThread, TileK, Stages, Warps>;
+  constexpr int kGroupsPerLine = Shape::kGroupsPerLine;
+  VTRACE_DYNAMIC_SHARED(stages);
   __shared__ __align__(16) float tile_a[Shape::kInputFloats];
-  __shared__ __align__(16) float tile_w[kDecodeTileOut * kDecodeStride];
   const int x = static_cast<int>(threadIdx.x);
   const int y = static_cast<int>(threadIdx.y);
   const int tid = y * kDecodeTileOut + x;
   const long long col0 = static_cast<long long>(blockIdx.x) * kDecodeTileOut;
-
-  uint4 ring[Shape::kDepth][Shape::kGroupsPerThread];
-  // Calls visit(i, is_weight, line, kk, valid) for each of this thread's groups of a tile with
-  // `count` valid k that holds data: i, its index in a ring slot; line, its line of the weight
-  // tile (output col0 + line) or of the input tile (row line); kk, its first k in the tile;
-  // valid, its element count (1 to 8). Groups past the k tail or the last output are skipped.
-  auto each_group = [&](int count, auto&& visit) {
-    VTRACE_UNROLL
-    for (int i = 0; i < Shape::kGroupsPerThread; ++i) {
-      const int g = tid + i * Shape::kThreads;
-      if (g >= Shape::kGroups) break;
-      const int tile_line = g / kDecodeGroupsPerLine;  // weight lines first, then input rows
-      const int kk = (g % kDecodeGroupsPerLine) * kGroup;
-      const int valid = count - kk < kGroup ? count - kk : kGroup;
-      const bool is_weight = tile_line < kDecodeTileOut;
-      const int line = is_weight ? tile_line : tile_line - kDecodeTileOut;
-      if (valid <= 0 || (is_weight && col0 + line >= out_features)) continue;
-      visit(i, is_weight, line, kk, valid);
-    }
-  };
-  // Loads tile k0's groups of this thread into `slot`.
-  auto load_tile = [&](uint4(&slot)[Shape::kGroupsPerThread], long long k0) {
-    each_group(
-        tile_count(k, k0, kDecodeTileK), [&](int i, bool is_weight, int line, int kk, int valid) {
-          const long long src_line = is_weight ? col0 + line : line;
-          slot[i] = load_group((is_weight ? w : in) + 2 * (src_line * k + k0 + kk), valid, vec);
-        });
-  };
-  // Converts the groups of `slot` (tile k0) into the shared tile: a whole group as two float4
-  // stores (decode_slot of a group's first k is 16-byte aligned), a short one element by element.
-  auto store_tile = [&](const uint4(&slot)[Shape::kGroupsPerThread], long long k0) {
-    each_group(tile_count(k, k0, kDecodeTileK), [&](int i, bool is_weight, int line, int kk,
-                                                    int valid) {
-      float* dst = &(is_weight ? tile_w : tile_a)[decode_slot(line, kk)];
-      if (valid == kGroup) {
-        const uint4& v = slot[i];
-        store_float4(dst, make_float4(staged_value(static_cast<std::uint16_t>(v.x & 0xFFFFu)),
-                                      staged_value(static_cast<std::uint16_t>(v.x >> 16)),
-                                      staged_value(static_cast<std::uint16_t>(v.y & 0xFFFFu)),
-                                      staged_value(static_cast<std::uint16_t>(v.y >> 16))));
-        store_float4(dst + 4, make_float4(staged_value(static_cast<std::uint16_t>(v.z & 0xFFFFu)),
-                                          staged_value(static_cast<std::uint16_t>(v.z >> 16)),
-                                          staged_value(static_cast<std::uint16_t>(v.w & 0xFFFFu)),
-                                          staged_value(static_cast<std::uint16_t>(v.w >> 16))));
-      } else {
-        for (int e = 0; e < valid; ++e) dst[e] = staged_value(group_element(slot[i], e));
-      }
-    });
-  };
-
-  const long long tiles = (k + kDecodeTileK - 1) / kDecodeTileK;
+  const bool reduces = y < Shape::kRowThreads && col0 + x < out_features;
+  // This thread's rows; one past the last is read as the last (its sums are never written).
+  int row[static_cast<unsigned>(RowsPerThread)];
   VTRACE_UNROLL
-  for (int s = 0; s < Shape::kDepth; ++s) {
-    if (s < tiles) load_tile(ring[s], s * kDecodeTileK);
+  for (int j = 0; j < RowsPerThread; ++j) {
+    const int r = y * RowsPerThread + j;
+    row[j] = r < Rows ? r : Rows - 1;
   }
-  float acc = +0.0f;
-  // Tile t is in slot t % kDepth; the inner loop is unrolled so every slot index is a constant.
-  for (long long t0 = 0; t0 < tiles; t0 += Shape::kDepth) {
+
+  // Starts the copies of tile k0 into stage `stage`: each of this thread's groups that holds
+  // data (not past the k tail or the last output) as one cp.async when it is a whole 16-byte
+  // aligned group, else loaded and stored at once (load_group zeroes what is past a short end).
+  auto copy_tile = [&](int stage, long long k0) {
+    const int count = tile_count(k, k0, TileK);
+    uint4* dst_stage = stages + stage * Shape::kStageGroups;
     VTRACE_UNROLL
-    for (int s = 0; s < Shape::kDepth; ++s) {
-      const long long t = t0 + s;
-      if (t >= tiles) break;  // the same for every thread of the block
-      const long long k0 = t * kDecodeTileK;
-      __syncthreads();  // every thread is done with the previous tile
-      store_tile(ring[s], k0);
-      __syncthreads();
-      if (t + Shape::kDepth < tiles) load_tile(ring[s], (t + Shape::kDepth) * kDecodeTileK);
-      if (col0 + x < out_features) {
-        acc = reduce_tile(acc, &tile_a[decode_slot(y, 0)], &tile_w[decode_slot(x, 0)],
-                          tile_count(k, k0, kDecodeTileK));
+    for (int i = 0; i < Shape::kCopiesPerThread; ++i) {
+      const int g = tid + i * Shape::kThreads;
+      if (g >= Shape::kStageGroups) break;
+      const int line = g / kGroupsPerLine;  // weight lines first, then input rows
+      const int gi = g % kGroupsPerLine;
+      const int valid = count - gi * kGroup < kGroup ? count - gi * kGroup : kGroup;
+      const bool is_weight = line < kDecodeTileOut;
+      const long long src_line = is_weight ? col0 + line : line - kDecodeTileOut;
+      if (valid <= 0 || (is_weight && src_line >= out_features)) continue;
+      const std::uint8_t* src = (is_weight ? w : in) + 2 * (src_line * k + k0 + gi * kGroup);
+      uint4* dst = dst_stage + decode_stage_slot<kGroupsPerLine>(line, gi);
+      if (vec && valid == kGroup) {
+        copy_async_16(dst, src);
+      } else {
+        *dst = load_group(src, valid, vec);
+      }
+    }
+  };
+  // Converts the input groups of `stage` into tile_a (stale groups past the k tail too: they
+  // are never read).
+  auto convert_inputs = [&](int stage) {
+    const uint4* src_stage = stages + stage * Shape::kStageGroups;
+    VTRACE_UNROLL
+    for (int i = 0; i < Shape::kConversionsPerThread; ++i) {
+      const int g = tid + i * Shape::kThreads;
+      if (g >= Shape::kInputGroups) break;
+      const int r = g / kGroupsPerLine;
+      const int gi = g % kGroupsPerLine;
+      const uint4 v = src_stage[decode_stage_slot<kGroupsPerLine>(kDecodeTileOut + r, gi)];
+      float* dst = &tile_a[r * TileK + gi * kGroup];
+      store_float4(dst, make_float4(staged_value(static_cast<std::uint16_t>(v.x & 0xFFFFu)),
+                                    staged_value(static_cast<std::uint16_t>(v.x >> 16)),
+                                    staged_value(static_cast<std::uint16_t>(v.y & 0xFFFFu)),
+                                    staged_value(static_cast<std::uint16_t>(v.y >> 16))));
+      store_float4(dst + 4, make_float4(staged_value(static_cast<std::uint16_t>(v.z & 0xFFFFu)),
+                                        staged_value(static_cast<std::uint16_t>(v.z >> 16)),
+                                        staged_value(static_cast<std::uint16_t>(v.w & 0xFFFFu)),
+                                        staged_value(static_cast<std::uint16_t>(v.w >> 16))));
+    }
+  };
+
+  float acc[static_cast<unsigned>(RowsPerThread)];
+  VTRACE_UNROLL
+  for (int j = 0; j < RowsPerThread; ++j) acc[j] = +0.0f;
+  // This thread's operands of group gi of a tile: its weight group and each row's 8 inputs.
+  struct Operands {
+    uint4 w;
+    float4 a[static_cast<unsigned>(RowsPerThread)][2];
+  };
+  auto operands_at = [&](const uint4* stage, int gi) {
+    Operands o;
+    o.w = stage[decode_stage_slot<kGroupsPerLine>(x, gi)];
+    VTRACE_UNROLL
+    for (int j = 0; j < RowsPerThread; ++j) {
+      o.a[j][0] = load_float4(&tile_a[row[j] * TileK + gi * kGroup]);
+      o.a[j][1] = load_float4(&tile_a[row[j] * TileK + gi * kGroup + 4]);
+    }
+    return o;
+  };
+  // Adds the products of one group's operands, k ascending.
+  auto add_group = [&](const Operands& o) {
+    float wv[kGroup];
+    VTRACE_UNROLL
+    for (int e = 0; e < kGroup; ++e) wv[e] = staged_value(group_element(o.w, e));
+    VTRACE_UNROLL
+    for (int j = 0; j < RowsPerThread; ++j) {
+      const float av[kGroup] = {o.a[j][0].x, o.a[j][0].y, o.a[j][0].z, o.a[j][0].w,
+                                o.a[j][1].x, o.a[j][1].y, o.a[j][1].z, o.a[j][1].w};
+      acc[j] = reduce_group(acc[j], av, wv);
+    }
+  };
+  // A whole tile, two groups at a time in two sets of registers: each set is read from shared
+  // memory while the other one's products are added (the latency hides behind the accumulator
+  // chain, and no register is copied from one set to the other).
+  static_assert(kGroupsPerLine % 2 == 0);
+  auto reduce_full_tile = [&](const uint4* stage) {
+    Operands even = operands_at(stage, 0);
+    VTRACE_UNROLL_BY(2)
+    for (int gi = 0; gi < kGroupsPerLine; gi += 2) {
+      const Operands odd = operands_at(stage, gi + 1);
+      add_group(even);
+      even = operands_at(stage, gi + 2 < kGroupsPerLine ? gi + 2 : gi);  // the last one unused
+      add_group(odd);
+    }
+  };
+
+  const long long tiles = (k + TileK - 1) / TileK;
+  // One commit per tile slot, empty or not, so that "all but the newest Stages - 2 groups" is
+  // always "up to tile t".
+  VTRACE_UNROLL
+  for (int s = 0; s < Stages - 1; ++s) {
+    if (s < tiles) copy_tile(s, s * TileK);
+    copy_async_commit();
+  }
+  for (long long t = 0; t < tiles; ++t) {
+    const long long k0 = t * TileK;
+    const int stage = static_cast<int>(t % Stages);
+    copy_async_wait<Stages - 2>();  // this thread's copies of tile t have landed
+    __syncthreads();  // everyone's have, and everyone is done with tile t - 1 and tile_a
+    if (t + Stages - 1 < tiles) {
+      copy_tile(static_cast<int>((t + Stages - 1) % Stages), k0 + (Stages - 1) * TileK);
+    }
+    copy_async_commit();
+    convert_inputs(stage);
+    __syncthreads();
+    if (!reduces) continue;
+    const uint4* tile = stages + stage * Shape::kStageGroups;
+    const int count = tile_count(k, k0, TileK);
+    if (count == TileK) {
+      reduce_full_tile(tile);
+    } else {
+      for (int kk = 0; kk < count; ++kk) {
+        const uint4 h = tile[decode_stage_slot<kGroupsPerLine>(x, kk / kGroup)];
+        const float wk = staged_value(group_element(h, kk % kGroup));
+        VTRACE_UNROLL
+        for (int j = 0; j < RowsPerThread; ++j) {
+          acc[j] = accumulate(acc[j], tile_a[row[j] * TileK + kk], wk);
+        }
       }
     }
   }
-  if (col0 + x < out_features) store_output(out, y * out_features + col0 + x, acc);
+  if (!reduces) return;
+  VTRACE_UNROLL
+  for (int j = 0; j < RowsPerThread; ++j) {
+    const int r = y * RowsPerThread + j;
+    if (r < Rows) store_output(out, r * out_features + col0 + x, acc[j]);
+  }
 }
 
 // Calls f(std::integral_constant<int, R>{}) for R == rows when rows is 1 to kDecodeMaxRows (the

@@ -28,11 +28,11 @@ namespace vtrace::runtime::cuda::strict {
 inline constexpr std::uint16_t kNanOutput = 0x7E00;
 
 // The tile sizes of the two strict kernels (kernels_device.h): the decode kernel (rows <=
-// kDecodeMaxRows) walks k in tiles of kDecodeTileK, the tiled kernel in tiles of kTiledTileK.
-// Inside a tile each output still adds its products k ascending, and tiles are visited in ascending
-// order, so the order is the reference's.
+// kDecodeMaxRows, kDecodeTileOut outputs per block) walks k in tiles of its DecodeConfig's
+// kTileK, the tiled kernel in tiles of kTiledTileK. Inside a tile each output still adds its
+// products k ascending, and tiles are visited in ascending order, so the order is the
+// reference's.
 inline constexpr int kDecodeMaxRows = 8;
-inline constexpr int kDecodeTileK = 128;
 inline constexpr int kDecodeTileOut = 32;
 inline constexpr int kTiledTileK = 16;
 inline constexpr int kTiledTileRows = 64;
@@ -83,15 +83,10 @@ VTRACE_HD inline int tile_count(long k, long k0, int tile_k) {
   return k - k0 < tile_k ? static_cast<int>(k - k0) : tile_k;
 }
 
-// Decode kernel: a tile holds kDecodeTileOut weight rows and up to kDecodeMaxRows input rows,
-// each as kDecodeStride floats (kDecodeTileK and a pad that keeps float4 reads conflict-free).
-inline constexpr int kDecodeStride = kDecodeTileK + 4;
-VTRACE_HD inline int decode_slot(int line, int kk) { return line * kDecodeStride + kk; }
-
-// Adds a staged tile's products to one output: a and w point at the output's input line and
-// weight line of the tile (consecutive k), count valid k.
-VTRACE_HD inline float reduce_tile(float acc, const float* a, const float* w, int count) {
-  for (int kk = 0; kk < count; ++kk) acc = accumulate(acc, a[kk], w[kk]);
+// Adds a group's products to one output, k ascending: a and w hold 8 consecutive k of the
+// output's input line and weight line.
+VTRACE_HD inline float reduce_group(float acc, const float (&a)[8], const float (&w)[8]) {
+  for (int e = 0; e < 8; ++e) acc = accumulate(acc, a[e], w[e]);
   return acc;
 }
 
