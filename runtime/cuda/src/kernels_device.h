@@ -1,15 +1,15 @@
 // The strict dense-linear kernels' device code (kernels.h says what they compute), included by
 // kernels.cu, which nvcc compiles and which launches them, and by
-// tests/runtime/cuda_kernels_host_test.cpp, which compiles this very code for the host through
+// tests/runtime/cuda_arith_test.cpp, which compiles this very code for the host through
 // tests/runtime/cuda_host_shim.h (one std::thread per CUDA thread, a barrier for __syncthreads) and
-// checks each kernel's indexing, staging ring and tails against the reference without a GPU. So
+// checks each kernel's indexing, staging rings and tails against the reference without a GPU. So
 // this header uses only what that shim provides: threadIdx, blockIdx, __shared__, __align__,
 // __syncthreads, __ldg, uint4, float4, make_uint4, make_float4, __global__, __device__,
 // __launch_bounds__, and on the host only, check_vector_access (16-byte accesses aligned),
 // dynamic_shared (the block's dynamic shared memory) and the cp.async queue (copy_async_*).
 //
-// The per-element arithmetic, the tile layouts and the per-tile reductions are strict_arith.h's.
-// Parallelism is over outputs only: each output's accumulator lives in one thread and sees k
+// The per-element arithmetic, the group reduction and the tiled kernel's layouts are
+// strict_arith.h's; the decode kernel's stage layout is here. Parallelism is over outputs only: each output's accumulator lives in one thread and sees k
 // ascending, one tile after the other.
 //
 // Thread rules: CUDA kernels (one launch per call of kernels.cu's launchers). Errors: none here.

@@ -72,11 +72,13 @@ VTRACE_HD inline std::uint16_t output_bits(float acc) {
 }
 
 // --- The tiles (kernels_device.h) ------------------------------------------------------------
-// Both strict kernels stage a tile of k into shared memory as f32 (staged_value at staging) and
-// then let each output's thread add the tile's products k ascending into its accumulator, tiles
-// in ascending order. The layout of a staged tile and the per-tile reduction are these functions,
-// called by the kernels, whose code the tests also run on the host (cuda_host_shim.h) against the
-// reference: a staging or walking bug that reorders or drops a k shows up there.
+// Both strict kernels stage a tile of k into shared memory (the tiled kernel as f32; the decode
+// kernel its inputs as f32 and its weights as f16 bits, converted with staged_value as they are
+// used) and then let each output's thread add the tile's products k ascending into its
+// accumulator, tiles in ascending order. The tiled kernel's layout and the group reduction are
+// these functions, called by the kernels, whose code the tests also run on the host
+// (cuda_host_shim.h) against the reference: a staging or walking bug that reorders or drops a k
+// shows up there.
 
 // The number of valid k in the tile starting at k0 (the last tile of an odd k is short).
 VTRACE_HD inline int tile_count(long k, long k0, int tile_k) {
