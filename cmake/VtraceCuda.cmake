@@ -4,7 +4,8 @@
 #   VTRACE_CUDA=OFF             never build them
 # The compiler: CMAKE_CUDA_COMPILER, CUDACXX or nvcc on PATH as CMake looks for them, else
 # /usr/local/cuda/bin/nvcc (the toolkit's default place, often not on PATH).
-# Architectures: CMAKE_CUDA_ARCHITECTURES, default 90 (H100/H200). `native` is refused: it needs
+# Architectures: CMAKE_CUDA_ARCHITECTURES, default 90 (H100/H200), 80 at least (cp.async); `all`
+# and below 80 are refused. `native` is refused: it needs
 # a GPU at configure time, and the build must configure the same on a machine without one.
 # Sets VTRACE_HAVE_CUDA (ON/OFF) and VTRACE_PC_CUDA_LIBS (vtrace.pc's CUDA libraries, or empty). The toolkit's targets CUDA::cudart_static and CUDA::cublas
 # come from find_package(CUDAToolkit).
@@ -33,6 +34,16 @@ if(NOT VTRACE_CUDA STREQUAL "OFF")
       message(FATAL_ERROR "CMAKE_CUDA_ARCHITECTURES is `${CMAKE_CUDA_ARCHITECTURES}`: `native` "
                           "needs a GPU at configure time; name the architectures (e.g. 90)")
     endif()
+    # The strict decode kernel copies with cp.async (sm_80 and newer): an older architecture, or
+    # `all`, would stop the build in ptxas instead.
+    foreach(_vtrace_arch IN LISTS CMAKE_CUDA_ARCHITECTURES)
+      string(REGEX MATCH "^[0-9]+" _vtrace_arch_number "${_vtrace_arch}")
+      if(_vtrace_arch_number STREQUAL "" OR _vtrace_arch_number LESS 80)
+        message(FATAL_ERROR "CMAKE_CUDA_ARCHITECTURES has `${_vtrace_arch}`: the strict kernels "
+                            "copy with cp.async, which needs sm_80 or newer; name architectures "
+                            "of 80 and up (e.g. 90)")
+      endif()
+    endforeach()
     enable_language(CUDA)
     find_package(CUDAToolkit)
     if(CUDAToolkit_FOUND AND TARGET CUDA::cublas AND TARGET CUDA::cudart_static)
