@@ -315,8 +315,8 @@ TEST_CASE(
   std::size_t cases = 0;
   std::size_t order_shows = 0;
   for (long rows = 1; rows <= strict::kDecodeMaxRows; ++rows) {
-    // k from one element to past four tiles of 256 (the launcher's rings of 3 and 4 stages wrap),
-    // whole tiles only, tails of every kind; outputs: one, a block, and a block and a part of one.
+    // k from one element to past two tiles of 512 (the launcher's ring of 2 stages wraps), whole
+    // tiles only, tails of every kind; outputs: one, a block, and a block and a part of one.
     for (const long k : {1L, 8L, 127L, 136L, 300L, 1024L, 1031L}) {
       for (const long out : {1L, 32L, 70L}) {
         for (const std::size_t offset : {std::size_t{0}, std::size_t{2}}) {
