@@ -16,8 +16,12 @@
 // each launch takes the set that was used longest ago. Nothing else writes memory in between
 // (a memset flush would leave L2 full of dirty lines that the timed launch writes back).
 // The ratio to cuBLAS is the strict kernel's time over cuBLAS's on the same shape
-// (scripts/gpu-check.sh prints it). Without a usable GPU every benchmark is skipped with the
-// reason. Built only in a CUDA build.
+// (scripts/gpu-check.sh prints it). On the prefill shape the pipelined kernel's configurations
+// (strict_arith.h, Prefill: candidates for the tiled kernel's place) run too, named
+// strict_<configuration>; before it is timed, each one's outputs are compared with the tiled
+// kernel's on the same operands, on the GPU, and a candidate that differs in one bit is not
+// timed but reported (SkipWithError) with the count. Without a usable GPU every benchmark is
+// skipped with the reason. Built only in a CUDA build.
 #if VTRACE_HAVE_CUDA
 
 #include <benchmark/benchmark.h>
@@ -26,6 +30,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <expected>
 #include <map>
 #include <memory>
 #include <random>
@@ -115,8 +120,37 @@ struct DeviceOperands {
 };
 
 enum class Kernel : std::uint8_t { kStrict, kCublas };
+using vtrace::runtime::cuda::strict::Prefill;
 
-void BM_CudaDenseLinear(benchmark::State& state, Kernel kernel) {
+// How many of the `bytes / 2` f16 outputs of `prefill`'s launch on `o` differ from the tiled
+// kernel's on the same operands (run here into a scratch buffer), or why they could not be read.
+std::expected<std::size_t, std::string> outputs_differing_from_tiled(
+    const DeviceOperands& o, std::size_t rows, std::size_t in, std::size_t out, Prefill prefill,
+    cudaStream_t stream) {
+  namespace kernels = vtrace::runtime::cuda::kernels;
+  const std::size_t bytes = 2 * rows * out;
+  void* scratch = nullptr;
+  if (cudaMalloc(&scratch, bytes) != cudaSuccess) return std::unexpected("cudaMalloc failed");
+  std::vector<std::uint8_t> candidate(bytes);
+  std::vector<std::uint8_t> tiled(bytes);
+  const bool ran =
+      kernels::launch_strict_dense_linear(o.input, o.weight, o.output, rows, in, out, stream,
+                                          prefill) == cudaSuccess &&
+      kernels::launch_strict_dense_linear(o.input, o.weight, static_cast<std::uint8_t*>(scratch),
+                                          rows, in, out, stream, Prefill::kTiled) == cudaSuccess &&
+      cudaStreamSynchronize(stream) == cudaSuccess &&
+      cudaMemcpy(candidate.data(), o.output, bytes, cudaMemcpyDeviceToHost) == cudaSuccess &&
+      cudaMemcpy(tiled.data(), scratch, bytes, cudaMemcpyDeviceToHost) == cudaSuccess;
+  (void)cudaFree(scratch);
+  if (!ran) return std::unexpected("the launches to compare with the tiled kernel failed");
+  std::size_t differing = 0;
+  for (std::size_t e = 0; e < bytes; e += 2) {
+    differing += candidate[e] != tiled[e] || candidate[e + 1] != tiled[e + 1] ? 1u : 0u;
+  }
+  return differing;
+}
+
+void BM_CudaDenseLinear(benchmark::State& state, Kernel kernel, Prefill prefill) {
   if (const std::string why = gpu_unavailable(); !why.empty()) {
     state.SkipWithError(("GPU benchmark skipped: " + why).c_str());
     return;
@@ -176,7 +210,7 @@ void BM_CudaDenseLinear(benchmark::State& state, Kernel kernel) {
   const auto launch = [&](const DeviceOperands& o) -> bool {
     if (kernel == Kernel::kStrict) {
       return vtrace::runtime::cuda::kernels::launch_strict_dense_linear(
-                 o.input, o.weight, o.output, rows, in, out, stream) == cudaSuccess;
+                 o.input, o.weight, o.output, rows, in, out, stream, prefill) == cudaSuccess;
     }
     return vtrace::runtime::cuda::cublas_dense_linear(
                *cublas, handle, o.input, o.weight, o.output, static_cast<int>(rows),
@@ -191,6 +225,16 @@ void BM_CudaDenseLinear(benchmark::State& state, Kernel kernel) {
   // Warm up (module load, cuBLAS heuristics), then time each round of launches with events.
   if (failure.empty() && (!launch_all() || cudaStreamSynchronize(stream) != cudaSuccess)) {
     failure = "the warm-up launches failed";
+  }
+  if (failure.empty() && kernel == Kernel::kStrict && prefill != Prefill::kTiled) {
+    const auto differing =
+        outputs_differing_from_tiled(*ops.front(), rows, in, out, prefill, stream);
+    if (!differing) {
+      failure = differing.error();
+    } else if (*differing != 0) {
+      failure = std::to_string(*differing) + " of " + std::to_string(rows * out) +
+                " outputs differ from the tiled kernel's: not timed";
+    }
   }
   double seconds = 0.0;
   std::int64_t launches = 0;
@@ -227,8 +271,10 @@ void BM_CudaDenseLinear(benchmark::State& state, Kernel kernel) {
     state.counters["peak GFLOP/s"] = peak_gflops;
     state.counters["operand sets"] = static_cast<double>(sets);
   }
-  state.SetLabel(kernel == Kernel::kStrict ? "strict, operands from HBM"
-                                           : "cublas, operands from HBM");
+  state.SetLabel(kernel == Kernel::kCublas    ? "cublas, operands from HBM"
+                 : prefill == Prefill::kTiled ? "strict, operands from HBM"
+                                              : "strict candidate, bit-identical to the tiled "
+                                                "kernel, operands from HBM");
   ops.clear();
   if (handle != nullptr) cublas->destroy(handle);
   if (start != nullptr) cudaEventDestroy(start);
@@ -240,9 +286,22 @@ void shapes(benchmark::internal::Benchmark* b) {
   b->Args({8, 4096, 4096})->Args({1, 4096, 11008})->Args({128, 4096, 4096});
   b->ArgNames({"rows", "in", "out"})->UseManualTime()->Unit(benchmark::kMicrosecond);
 }
+void prefill_shape(benchmark::internal::Benchmark* b) {
+  b->Args({128, 4096, 4096});
+  b->ArgNames({"rows", "in", "out"})->UseManualTime()->Unit(benchmark::kMicrosecond);
+}
 
-BENCHMARK_CAPTURE(BM_CudaDenseLinear, strict, Kernel::kStrict)->Apply(shapes);
-BENCHMARK_CAPTURE(BM_CudaDenseLinear, cublas, Kernel::kCublas)->Apply(shapes);
+BENCHMARK_CAPTURE(BM_CudaDenseLinear, strict, Kernel::kStrict, Prefill::kTiled)->Apply(shapes);
+BENCHMARK_CAPTURE(BM_CudaDenseLinear, cublas, Kernel::kCublas, Prefill::kTiled)->Apply(shapes);
+BENCHMARK_CAPTURE(BM_CudaDenseLinear, strict_pipelined_64x64_4x4_k32, Kernel::kStrict,
+                  Prefill::kPipelined64x64Micro4x4K32)
+    ->Apply(prefill_shape);
+BENCHMARK_CAPTURE(BM_CudaDenseLinear, strict_pipelined_32x64_4x4_k32, Kernel::kStrict,
+                  Prefill::kPipelined32x64Micro4x4K32)
+    ->Apply(prefill_shape);
+BENCHMARK_CAPTURE(BM_CudaDenseLinear, strict_pipelined_64x64_4x8_k32, Kernel::kStrict,
+                  Prefill::kPipelined64x64Micro4x8K32)
+    ->Apply(prefill_shape);
 
 }  // namespace
 

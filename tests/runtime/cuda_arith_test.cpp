@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <cstring>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "cuda_host_shim.h"  // before kernels_device.h: CUDA's names, on the host
@@ -238,27 +239,51 @@ void device_decode(const std::uint16_t* in, const std::uint16_t* w, std::uint16_
   std::memcpy(out, result.data(), result.size());
 }
 
-// The tiled kernel's device code, its row blocks launched `chunk` at a time (kernels.cu launches
-// 65535 at a time, gridDim.y's limit; a smaller chunk exercises row_base).
-void device_tiled(const std::uint16_t* in, const std::uint16_t* w, std::uint16_t* out,
-                  const Shape& s, std::size_t offset, unsigned chunk) {
+// The device code of the kernel `prefill` names (the tiled kernel, or a configuration of the
+// pipelined kernel), its row blocks launched `chunk` at a time (kernels.cu launches 65535 at a
+// time, gridDim.y's limit; a smaller chunk exercises row_base).
+void device_prefill(const std::uint16_t* in, const std::uint16_t* w, std::uint16_t* out,
+                    const Shape& s, std::size_t offset, unsigned chunk,
+                    strict::Prefill prefill = strict::Prefill::kTiled) {
   const Operand a(in, static_cast<std::size_t>(s.rows * s.k), offset);
   const Operand b(w, static_cast<std::size_t>(s.out * s.k), offset);
   std::vector<std::uint8_t> result(static_cast<std::size_t>(2 * s.rows * s.out), 0xFF);
   const bool vec = vec_loads(a, b, s.k);
-  const auto row_blocks =
-      static_cast<unsigned>((s.rows + strict::kTiledTileRows - 1) / strict::kTiledTileRows);
-  const auto col_blocks =
-      static_cast<unsigned>((s.out + strict::kTiledTileOut - 1) / strict::kTiledTileOut);
-  for (unsigned first = 0; first < row_blocks; first += chunk) {
-    const unsigned count = std::min(chunk, row_blocks - first);
-    const long row_base = static_cast<long>(first) * strict::kTiledTileRows;
-    shim::launch({col_blocks, count, 1}, {static_cast<unsigned>(strict::kTiledThreads), 1, 1}, [&] {
-      device::tiled_kernel(a.bytes, b.bytes, result.data(), s.rows, row_base, s.k, s.out, vec);
+  // kernel(row_base) runs one block's threads of the chunk whose first row is row_base.
+  const auto launch_chunks = [&](long tile_rows, long tile_out, int threads, const auto& kernel) {
+    const auto row_blocks = static_cast<unsigned>((s.rows + tile_rows - 1) / tile_rows);
+    const auto col_blocks = static_cast<unsigned>((s.out + tile_out - 1) / tile_out);
+    for (unsigned first = 0; first < row_blocks; first += chunk) {
+      const unsigned count = std::min(chunk, row_blocks - first);
+      const long row_base = static_cast<long>(first) * tile_rows;
+      shim::launch({col_blocks, count, 1}, {static_cast<unsigned>(threads), 1, 1},
+                   [&] { kernel(row_base); });
+    }
+  };
+  const auto pipelined = [&](auto config) {
+    using C = decltype(config);
+    using Geometry =
+        device::PipelinedShape<C::kTileRows, C::kTileOut, C::kMicroRows, C::kMicroOut, C::kTileK>;
+    launch_chunks(C::kTileRows, C::kTileOut, Geometry::kThreads, [&](long row_base) {
+      device::pipelined_kernel<C::kTileRows, C::kTileOut, C::kMicroRows, C::kMicroOut, C::kTileK>(
+          a.bytes, b.bytes, result.data(), s.rows, row_base, s.k, s.out, vec);
     });
+  };
+  if (!strict::with_pipelined_config(prefill, pipelined)) {
+    launch_chunks(
+        strict::kTiledTileRows, strict::kTiledTileOut, strict::kTiledThreads, [&](long row_base) {
+          device::tiled_kernel(a.bytes, b.bytes, result.data(), s.rows, row_base, s.k, s.out, vec);
+        });
   }
   std::memcpy(out, result.data(), result.size());
 }
+
+// The pipelined kernel's configurations (strict_arith.h, Prefill), each named for a message.
+constexpr std::pair<strict::Prefill, const char*> kPipelinedConfigs[] = {
+    {strict::Prefill::kPipelined64x64Micro4x4K32, "64x64 blocks, 4x4 per thread, tiles of 32"},
+    {strict::Prefill::kPipelined32x64Micro4x4K32, "32x64 blocks, 4x4 per thread, tiles of 32"},
+    {strict::Prefill::kPipelined64x64Micro4x8K32, "64x64 blocks, 4x8 per thread, tiles of 32"},
+};
 
 }  // namespace
 
@@ -354,7 +379,7 @@ TEST_CASE(
                        << chunk << " seed " << seed);
           const auto emulate = [offset, chunk](const std::uint16_t* in, const std::uint16_t* w,
                                                std::uint16_t* o, const Shape& s) {
-            device_tiled(in, w, o, s, offset, chunk);
+            device_prefill(in, w, o, s, offset, chunk);
           };
           const Outcome outcome = run_shape({rows, k, out}, seed++, emulate);
           CHECK(outcome.differing == 0);
@@ -365,6 +390,41 @@ TEST_CASE(
     }
   }
   CHECK(cases == 90);
+  INFO("outputs where k descending differs from k ascending: " << order_shows);
+  CHECK(order_shows > 100);
+}
+
+TEST_CASE(
+    "cuda pipelined kernel's device code, every configuration, run on the host, equals the "
+    "reference kernel, in row chunks too",
+    "[cuda][arith][kernel][device]") {
+  std::uint32_t seed = 5000;
+  std::size_t cases = 0;
+  std::size_t order_shows = 0;
+  for (const auto& [prefill, name] : kPipelinedConfigs) {
+    // Rows and outputs: a part of one block, and two blocks and a part (of every tile size);
+    // k: one element, one tile of 32 less one and plus one (a short last tile), two stages'
+    // round trips, and a k no group divides.
+    for (const long rows : {9L, 130L}) {
+      for (const long out : {65L, 130L}) {
+        for (const long k : {1L, 31L, 33L, 100L, 203L}) {
+          const std::size_t offset = seed % 3 == 0 ? 2 : 0;
+          const unsigned chunk = seed % 2 == 0 ? 65535u : 1u;
+          INFO("pipelined, " << name << ": rows " << rows << " k " << k << " out " << out
+                             << " offset " << offset << " chunk " << chunk << " seed " << seed);
+          const auto emulate = [&](const std::uint16_t* in, const std::uint16_t* w,
+                                   std::uint16_t* o, const Shape& s) {
+            device_prefill(in, w, o, s, offset, chunk, prefill);
+          };
+          const Outcome outcome = run_shape({rows, k, out}, seed++, emulate);
+          CHECK(outcome.differing == 0);
+          order_shows += outcome.order_shows;
+          ++cases;
+        }
+      }
+    }
+  }
+  CHECK(cases == 60);
   INFO("outputs where k descending differs from k ascending: " << order_shows);
   CHECK(order_shows > 100);
 }
@@ -405,7 +465,15 @@ TEST_CASE(
     }
     INFO("tiled: rows 70 k " << k);
     const auto tiled = [](const std::uint16_t* in, const std::uint16_t* w, std::uint16_t* o,
-                          const Shape& s) { device_tiled(in, w, o, s, 0, 65535u); };
+                          const Shape& s) { device_prefill(in, w, o, s, 0, 65535u); };
     CHECK(signed_zero_outputs_differing({70, k, 66}, tiled) == 0);
+    for (const auto& [prefill, name] : kPipelinedConfigs) {
+      INFO("pipelined, " << name << ": rows 70 k " << k);
+      const auto pipelined = [prefill](const std::uint16_t* in, const std::uint16_t* w,
+                                       std::uint16_t* o, const Shape& s) {
+        device_prefill(in, w, o, s, 0, 65535u, prefill);
+      };
+      CHECK(signed_zero_outputs_differing({70, k, 66}, pipelined) == 0);
+    }
   }
 }

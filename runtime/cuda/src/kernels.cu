@@ -32,12 +32,33 @@ cudaError_t launch_decode(const std::uint8_t* input, const std::uint8_t* weight,
   return cudaGetLastError();
 }
 
+// Launches the row blocks of a kernel with tiles of tile_rows x tile_out outputs, in chunks:
+// gridDim.y is at most 65535. launch(grid, row_base) makes one <<<>>> launch of the chunk whose
+// first row is row_base. Answers the first launch's error, or cudaSuccess.
+template <typename Launch>
+cudaError_t launch_row_blocks(std::uint64_t rows, std::uint64_t out_features, int tile_rows,
+                              int tile_out, Launch&& launch) {
+  constexpr unsigned long long kMaxRowBlocks = 65535;
+  const auto tr = static_cast<unsigned long long>(tile_rows);
+  const auto to = static_cast<unsigned long long>(tile_out);
+  const unsigned long long row_blocks = (rows + tr - 1) / tr;
+  for (unsigned long long first = 0; first < row_blocks; first += kMaxRowBlocks) {
+    const unsigned long long count =
+        row_blocks - first < kMaxRowBlocks ? row_blocks - first : kMaxRowBlocks;
+    const dim3 grid(static_cast<unsigned>((out_features + to - 1) / to),
+                    static_cast<unsigned>(count));
+    launch(grid, static_cast<long long>(first * tr));
+    if (const cudaError_t launched = cudaGetLastError(); launched != cudaSuccess) return launched;
+  }
+  return cudaSuccess;
+}
+
 }  // namespace
 
 cudaError_t launch_strict_dense_linear(const std::uint8_t* input, const std::uint8_t* weight,
                                        std::uint8_t* output, std::uint64_t rows,
                                        std::uint64_t in_features, std::uint64_t out_features,
-                                       cudaStream_t stream) {
+                                       cudaStream_t stream, strict::Prefill prefill) {
   // A <<<>>> launch reports through the thread's last error, which any earlier runtime call on
   // this thread may have set and left (cudaEventQuery's cudaErrorNotReady for a pending fence, a
   // cudaMalloc that ran out of memory): clear it, so that the status read after each launch is
@@ -53,21 +74,26 @@ cudaError_t launch_strict_dense_linear(const std::uint8_t* input, const std::uin
         launch_decode<decltype(rows_constant)::value>(input, weight, output, k, outs, vec, stream);
   };
   if (with_decode_rows(static_cast<long long>(rows), decode)) return decode_launched;
-  // gridDim.y is at most 65535: launch the row blocks in chunks.
-  constexpr unsigned long long kMaxRowBlocks = 65535;
-  const unsigned long long row_blocks = (rows + kTiledTileRows - 1) / kTiledTileRows;
-  const dim3 block(kTiledThreads);
-  for (unsigned long long first = 0; first < row_blocks; first += kMaxRowBlocks) {
-    const unsigned long long count =
-        row_blocks - first < kMaxRowBlocks ? row_blocks - first : kMaxRowBlocks;
-    const dim3 grid(static_cast<unsigned>((out_features + kTiledTileOut - 1) / kTiledTileOut),
-                    static_cast<unsigned>(count));
-    tiled_kernel<<<grid, block, 0, stream>>>(input, weight, output, static_cast<long long>(rows),
-                                             static_cast<long long>(first * kTiledTileRows), k,
-                                             outs, vec);
-    if (const cudaError_t launched = cudaGetLastError(); launched != cudaSuccess) return launched;
-  }
-  return cudaSuccess;
+  cudaError_t prefill_launched = cudaSuccess;
+  const auto pipelined = [&](auto config) {
+    using C = decltype(config);
+    using Shape = PipelinedShape<C::kTileRows, C::kTileOut, C::kMicroRows, C::kMicroOut,
+                                 C::kTileK>;
+    prefill_launched = launch_row_blocks(
+        rows, out_features, C::kTileRows, C::kTileOut, [&](dim3 grid, long long row_base) {
+          pipelined_kernel<C::kTileRows, C::kTileOut, C::kMicroRows, C::kMicroOut, C::kTileK>
+              <<<grid, Shape::kThreads, 0, stream>>>(input, weight, output,
+                                                     static_cast<long long>(rows), row_base, k,
+                                                     outs, vec);
+        });
+  };
+  if (with_pipelined_config(prefill, pipelined)) return prefill_launched;
+  return launch_row_blocks(rows, out_features, kTiledTileRows, kTiledTileOut,
+                           [&](dim3 grid, long long row_base) {
+                             tiled_kernel<<<grid, kTiledThreads, 0, stream>>>(
+                                 input, weight, output, static_cast<long long>(rows), row_base, k,
+                                 outs, vec);
+                           });
 }
 
 cudaError_t check_kernel_image() {

@@ -9,8 +9,8 @@
 // dynamic_shared (the block's dynamic shared memory) and the cp.async queue (copy_async_*).
 //
 // The per-element arithmetic, the group reduction and the tiled kernel's layouts are
-// strict_arith.h's; the decode kernel's stage layout is here. Parallelism is over outputs only: each output's accumulator lives in one thread and sees k
-// ascending, one tile after the other.
+// strict_arith.h's; the decode kernel's stage layout is here. Parallelism is over outputs only:
+// each output's accumulator lives in one thread and sees k ascending, one tile after the other.
 //
 // Thread rules: CUDA kernels (one launch per call of kernels.cu's launchers). Errors: none here.
 #pragma once
@@ -446,6 +446,158 @@ __global__ void __launch_bounds__(kTiledThreads)
     VTRACE_UNROLL
     for (int j = 0; j < kTiledMicroOut; ++j) {
       const long long o = col0 + tx * kTiledMicroOut + j;
+      if (r < rows && o < out_features) store_output(out, r * out_features + o, acc[i][j]);
+    }
+  }
+}
+
+// --- pipelined: more rows, the candidate for the tiled kernel's place --------------------------
+// What it changes against tiled_kernel, whose prefill run left each SM one warp per scheduler
+// and two barriers per 16 k (docs/CUDA.md, "What was measured"): the micro-tile is a parameter
+// (4 x 4 gives a 64 x 64 block 8 warps where 4 x 8 gives it 4), and the shared-memory tile is
+// double-buffered, so one barrier per tile suffices and the global loads of tile t + 1 are in
+// flight while tile t's products are added. Which configuration replaces tiled_kernel is for a
+// GPU to say: bench_cuda.cpp runs each beside it (kernels.h, Prefill) and checks its outputs
+// equal the tiled kernel's bit for bit; until then the runtime launches tiled_kernel.
+//
+// A block owns TileRows x TileOut outputs; thread (tx, ty), tx the fast index, the micro-tile of
+// rows ty * MicroRows + i and outputs tx * MicroOut + j. Per tile of TileK, every thread loads
+// its groups of the input and weight lines into registers (group g of an operand: line
+// g % lines, k offset (g / lines) * 8, so a warp's stores to the transposed tile are
+// consecutive floats), the whole block stores them converted into the stage not being read, and
+// every accumulator steps through the tile's k-slices in order (micro_step).
+template <int TileRows, int TileOut, int MicroRows, int MicroOut, int TileK>
+struct PipelinedShape {
+  static_assert(TileRows % MicroRows == 0 && TileOut % MicroOut == 0);
+  static_assert(MicroRows % 4 == 0 && MicroOut % 4 == 0, "the micro-tiles are read as float4");
+  static_assert(TileK % kGroup == 0);
+  static constexpr int kThreadsOut = TileOut / MicroOut;  // tx's range
+  static constexpr int kThreads = (TileRows / MicroRows) * kThreadsOut;
+  static constexpr int kGroupsPerLine = TileK / kGroup;
+  // A k-slice's floats: the lines, plus 4 (keeps each slice 16-byte aligned).
+  static constexpr int kAStride = TileRows + 4;
+  static constexpr int kWStride = TileOut + 4;
+  static constexpr int kAGroups = TileRows * kGroupsPerLine;
+  static constexpr int kWGroups = TileOut * kGroupsPerLine;
+  static constexpr int kALoads = (kAGroups + kThreads - 1) / kThreads;  // per thread and tile
+  static constexpr int kWLoads = (kWGroups + kThreads - 1) / kThreads;
+  static constexpr std::size_t kSharedBytes =
+      2 * static_cast<std::size_t>(TileK) * (kAStride + kWStride) * sizeof(float);
+  static_assert(kSharedBytes <= 48 * 1024, "static shared memory is at most 48 KiB");
+};
+
+template <int TileRows, int TileOut, int MicroRows, int MicroOut, int TileK>
+__global__ void __launch_bounds__(
+    PipelinedShape<TileRows, TileOut, MicroRows, MicroOut, TileK>::kThreads)
+    pipelined_kernel(const std::uint8_t* in, const std::uint8_t* w, std::uint8_t* out,
+                     long long rows, long long row_base, long long k, long long out_features,
+                     bool vec) {
+  using Shape = PipelinedShape<TileRows, TileOut, MicroRows, MicroOut, TileK>;
+  __shared__ __align__(16) float stage_a[2][TileK * Shape::kAStride];
+  __shared__ __align__(16) float stage_w[2][TileK * Shape::kWStride];
+  const int tid = static_cast<int>(threadIdx.x);
+  const int tx = tid % Shape::kThreadsOut;
+  const int ty = tid / Shape::kThreadsOut;
+  const long long row0 = row_base + static_cast<long long>(blockIdx.y) * TileRows;
+  const long long col0 = static_cast<long long>(blockIdx.x) * TileOut;
+
+  // This thread's groups of the next tile, between its global loads and its shared stores.
+  uint4 next_a[static_cast<unsigned>(Shape::kALoads)];
+  uint4 next_w[static_cast<unsigned>(Shape::kWLoads)];
+  // Group g of `lines` lines starting at `first` of `operand` (line count `limit`), tile k0;
+  // zeros past the k tail and past the last line.
+  auto load = [&](const std::uint8_t* operand, long long first, long long limit, int lines, int g,
+                  long long k0) {
+    const int line = g % lines;
+    const int gi = g / lines;
+    const int count = tile_count(k, k0, TileK);
+    const int valid = count - gi * kGroup < kGroup ? count - gi * kGroup : kGroup;
+    if (valid <= 0 || first + line >= limit) return make_uint4(0, 0, 0, 0);
+    return load_group(operand + 2 * ((first + line) * k + k0 + gi * kGroup), valid, vec);
+  };
+  auto load_tile = [&](long long k0) {
+    VTRACE_UNROLL
+    for (int i = 0; i < Shape::kALoads; ++i) {
+      const int g = tid + i * Shape::kThreads;
+      if (g < Shape::kAGroups) next_a[i] = load(in, row0, rows, TileRows, g, k0);
+    }
+    VTRACE_UNROLL
+    for (int i = 0; i < Shape::kWLoads; ++i) {
+      const int g = tid + i * Shape::kThreads;
+      if (g < Shape::kWGroups) next_w[i] = load(w, col0, out_features, TileOut, g, k0);
+    }
+  };
+  // Stores group g (of `lines` lines) transposed into a stage of slices `stride` floats apart.
+  auto store = [&](float* stage, int stride, int lines, int g, const uint4& v) {
+    const int line = g % lines;
+    const int kk0 = (g / lines) * kGroup;
+    VTRACE_UNROLL
+    for (int e = 0; e < kGroup; ++e) {
+      stage[(kk0 + e) * stride + line] = staged_value(group_element(v, e));
+    }
+  };
+  auto store_tile = [&](int buffer) {
+    VTRACE_UNROLL
+    for (int i = 0; i < Shape::kALoads; ++i) {
+      const int g = tid + i * Shape::kThreads;
+      if (g < Shape::kAGroups) store(stage_a[buffer], Shape::kAStride, TileRows, g, next_a[i]);
+    }
+    VTRACE_UNROLL
+    for (int i = 0; i < Shape::kWLoads; ++i) {
+      const int g = tid + i * Shape::kThreads;
+      if (g < Shape::kWGroups) store(stage_w[buffer], Shape::kWStride, TileOut, g, next_w[i]);
+    }
+  };
+
+  float acc[static_cast<unsigned>(MicroRows)][static_cast<unsigned>(MicroOut)];
+  VTRACE_UNROLL
+  for (int i = 0; i < MicroRows; ++i) {
+    VTRACE_UNROLL
+    for (int j = 0; j < MicroOut; ++j) acc[i][j] = +0.0f;
+  }
+  // The products of k-slice kk of stage `buffer`.
+  auto slice = [&](int buffer, int kk) {
+    float a[static_cast<unsigned>(MicroRows)];
+    float b[static_cast<unsigned>(MicroOut)];
+    VTRACE_UNROLL
+    for (int q = 0; q < MicroRows; q += 4) {
+      const float4 v = load_float4(&stage_a[buffer][kk * Shape::kAStride + ty * MicroRows + q]);
+      a[q] = v.x, a[q + 1] = v.y, a[q + 2] = v.z, a[q + 3] = v.w;
+    }
+    VTRACE_UNROLL
+    for (int q = 0; q < MicroOut; q += 4) {
+      const float4 v = load_float4(&stage_w[buffer][kk * Shape::kWStride + tx * MicroOut + q]);
+      b[q] = v.x, b[q + 1] = v.y, b[q + 2] = v.z, b[q + 3] = v.w;
+    }
+    micro_step(acc, a, b);
+  };
+
+  const long long tiles = (k + TileK - 1) / TileK;
+  load_tile(0);
+  store_tile(0);
+  __syncthreads();
+  for (long long t = 0; t < tiles; ++t) {
+    // Tile t is in stage t % 2. The other stage was last read in tile t - 1, which every thread
+    // finished before the barrier that ended it: it can take tile t + 1 once tile t is added.
+    const int buffer = static_cast<int>(t % 2);
+    const bool more = t + 1 < tiles;  // the same for every thread of the block
+    if (more) load_tile((t + 1) * TileK);
+    const int count = tile_count(k, t * TileK, TileK);
+    if (count == TileK) {
+      VTRACE_UNROLL
+      for (int kk = 0; kk < TileK; ++kk) slice(buffer, kk);
+    } else {
+      for (int kk = 0; kk < count; ++kk) slice(buffer, kk);
+    }
+    if (more) store_tile(1 - buffer);
+    __syncthreads();
+  }
+  VTRACE_UNROLL
+  for (int i = 0; i < MicroRows; ++i) {
+    const long long r = row0 + ty * MicroRows + i;
+    VTRACE_UNROLL
+    for (int j = 0; j < MicroOut; ++j) {
+      const long long o = col0 + tx * MicroOut + j;
       if (r < rows && o < out_features) store_output(out, r * out_features + o, acc[i][j]);
     }
   }

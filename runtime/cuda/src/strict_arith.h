@@ -18,6 +18,7 @@
 // Thread rules: pure functions. Errors: none (every bit pattern has a defined result).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "vtrace/runtime/f16_bits.h"  // VTRACE_HD and the conversions, the reference's own code
@@ -103,12 +104,51 @@ inline constexpr int kTiledWStride = kTiledTileOut + 4;
 VTRACE_HD inline int tiled_a_slot(int kk, int row) { return kk * kTiledAStride + row; }
 VTRACE_HD inline int tiled_w_slot(int kk, int out) { return kk * kTiledWStride + out; }
 
-// One k-slice of a thread's micro-tile: every accumulator adds its product (k ascending across
-// calls). a: the slice's kTiledMicroRows inputs, w: its kTiledMicroOut weights.
-VTRACE_HD inline void micro_step(float (&acc)[kTiledMicroRows][kTiledMicroOut], const float* a,
-                                 const float* w) {
-  for (int i = 0; i < kTiledMicroRows; ++i) {
-    for (int j = 0; j < kTiledMicroOut; ++j) acc[i][j] = accumulate(acc[i][j], a[i], w[j]);
+// Which kernel takes more than kDecodeMaxRows rows: the tiled kernel, which the runtime
+// launches, or a configuration of the pipelined kernel (kernels_device.h), a candidate for its
+// place that bench_cuda.cpp measures beside it on a GPU. Each name says the block's outputs
+// (rows x outputs), each thread's, and the k per tile.
+enum class Prefill : std::uint8_t {
+  kTiled,
+  kPipelined64x64Micro4x4K32,
+  kPipelined32x64Micro4x4K32,
+  kPipelined64x64Micro4x8K32,
+};
+template <int TileRows, int TileOut, int MicroRows, int MicroOut, int TileK>
+struct PipelinedConfig {
+  static constexpr int kTileRows = TileRows;
+  static constexpr int kTileOut = TileOut;
+  static constexpr int kMicroRows = MicroRows;
+  static constexpr int kMicroOut = MicroOut;
+  static constexpr int kTileK = TileK;
+};
+// Calls f(PipelinedConfig<...>{}) with the configuration `prefill` names and answers true;
+// answers false, calling nothing, for kTiled (or a value outside the enumeration).
+template <typename F>
+bool with_pipelined_config(Prefill prefill, F&& f) {
+  switch (prefill) {
+    case Prefill::kPipelined64x64Micro4x4K32:
+      f(PipelinedConfig<64, 64, 4, 4, 32>{});
+      return true;
+    case Prefill::kPipelined32x64Micro4x4K32:
+      f(PipelinedConfig<32, 64, 4, 4, 32>{});
+      return true;
+    case Prefill::kPipelined64x64Micro4x8K32:
+      f(PipelinedConfig<64, 64, 4, 8, 32>{});
+      return true;
+    case Prefill::kTiled:
+      break;
+  }
+  return false;
+}
+
+// One k-slice of a thread's micro-tile of Rows x Outs outputs (the tiled kernel's and the
+// pipelined kernel's): every accumulator adds its product (k ascending across calls). a: the
+// slice's Rows inputs, w: its Outs weights.
+template <std::size_t Rows, std::size_t Outs>
+VTRACE_HD inline void micro_step(float (&acc)[Rows][Outs], const float* a, const float* w) {
+  for (std::size_t i = 0; i < Rows; ++i) {
+    for (std::size_t j = 0; j < Outs; ++j) acc[i][j] = accumulate(acc[i][j], a[i], w[j]);
   }
 }
 
