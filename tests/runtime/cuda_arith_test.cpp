@@ -185,16 +185,14 @@ struct Operand {
   }
 };
 
-// As kernels.cu's launcher: `vec` when both operands are 16-byte aligned and k is a multiple of 8.
+// `vec` as kernels.cu's launcher chooses it (device::vector_loads).
 bool vec_loads(const Operand& a, const Operand& w, long k) {
-  return reinterpret_cast<std::uintptr_t>(a.bytes) % 16 == 0 &&
-         reinterpret_cast<std::uintptr_t>(w.bytes) % 16 == 0 && k % device::kGroup == 0;
+  return device::vector_loads(a.bytes, w.bytes, k);
 }
 
 template <int Rows, int RowsPerThread, int TileK, int Stages, int Warps>
 void run_decode_on_host(const Operand& a, const Operand& w, std::uint8_t* out, long k, long outs) {
-  const auto blocks =
-      static_cast<unsigned>((outs + strict::kDecodeTileOut - 1) / strict::kDecodeTileOut);
+  const unsigned blocks = device::decode_blocks(outs);
   const bool vec = vec_loads(a, w, k);
   using Geometry = device::DecodeShape<Rows, RowsPerThread, TileK, Stages, Warps>;
   shim::launch(
@@ -240,8 +238,9 @@ void device_decode(const std::uint16_t* in, const std::uint16_t* w, std::uint16_
 }
 
 // The device code of the kernel `prefill` names (the tiled kernel, or a configuration of the
-// pipelined kernel), its row blocks launched `chunk` at a time (kernels.cu launches 65535 at a
-// time, gridDim.y's limit; a smaller chunk exercises row_base).
+// pipelined kernel), its row blocks launched `chunk` at a time by the launcher's own
+// device::for_each_row_chunk (kernels.cu launches kMaxRowBlocks at a time, gridDim.y's limit; a
+// smaller chunk exercises row_base).
 void device_prefill(const std::uint16_t* in, const std::uint16_t* w, std::uint16_t* out,
                     const Shape& s, std::size_t offset, unsigned chunk,
                     strict::Prefill prefill = strict::Prefill::kTiled) {
@@ -250,21 +249,21 @@ void device_prefill(const std::uint16_t* in, const std::uint16_t* w, std::uint16
   std::vector<std::uint8_t> result(static_cast<std::size_t>(2 * s.rows * s.out), 0xFF);
   const bool vec = vec_loads(a, b, s.k);
   // kernel(row_base) runs one block's threads of the chunk whose first row is row_base.
-  const auto launch_chunks = [&](long tile_rows, long tile_out, int threads, const auto& kernel) {
-    const auto row_blocks = static_cast<unsigned>((s.rows + tile_rows - 1) / tile_rows);
-    const auto col_blocks = static_cast<unsigned>((s.out + tile_out - 1) / tile_out);
-    for (unsigned first = 0; first < row_blocks; first += chunk) {
-      const unsigned count = std::min(chunk, row_blocks - first);
-      const long row_base = static_cast<long>(first) * tile_rows;
-      shim::launch({col_blocks, count, 1}, {static_cast<unsigned>(threads), 1, 1},
-                   [&] { kernel(row_base); });
-    }
+  const auto launch_chunks = [&](int tile_rows, int tile_out, int threads, const auto& kernel) {
+    const bool all = device::for_each_row_chunk(
+        s.rows, s.out, tile_rows, tile_out, chunk,
+        [&](unsigned blocks_x, unsigned blocks_y, long long row_base) {
+          shim::launch({blocks_x, blocks_y, 1}, {static_cast<unsigned>(threads), 1, 1},
+                       [&] { kernel(row_base); });
+          return true;
+        });
+    REQUIRE(all);
   };
   const auto pipelined = [&](auto config) {
     using C = decltype(config);
     using Geometry =
         device::PipelinedShape<C::kTileRows, C::kTileOut, C::kMicroRows, C::kMicroOut, C::kTileK>;
-    launch_chunks(C::kTileRows, C::kTileOut, Geometry::kThreads, [&](long row_base) {
+    launch_chunks(C::kTileRows, C::kTileOut, Geometry::kThreads, [&](long long row_base) {
       device::pipelined_kernel<C::kTileRows, C::kTileOut, C::kMicroRows, C::kMicroOut, C::kTileK>(
           a.bytes, b.bytes, result.data(), s.rows, row_base, s.k, s.out, vec);
     });
@@ -427,6 +426,45 @@ TEST_CASE(
   CHECK(cases == 60);
   INFO("outputs where k descending differs from k ascending: " << order_shows);
   CHECK(order_shows > 100);
+}
+
+TEST_CASE(
+    "cuda launcher's row chunks cover every row block once, in order, at most gridDim.y's limit "
+    "each, and stop at a failed launch",
+    "[cuda][arith][launch]") {
+  constexpr long long kTile = 64;
+  constexpr auto kLimit = static_cast<long long>(device::kMaxRowBlocks);
+  for (const long long rows :
+       {1LL, 64LL, 65LL, kLimit * kTile, kLimit * kTile + 1, 3 * kLimit * kTile + 5}) {
+    INFO("rows " << rows);
+    long long next_row = 0;
+    long long launches = 0;
+    const bool all =
+        device::for_each_row_chunk(rows, 130, static_cast<int>(kTile), 64, device::kMaxRowBlocks,
+                                   [&](unsigned blocks_x, unsigned blocks_y, long long row_base) {
+                                     CHECK(blocks_x == 3);  // 130 outputs in tiles of 64
+                                     CHECK(blocks_y >= 1);
+                                     CHECK(blocks_y <= device::kMaxRowBlocks);
+                                     CHECK(row_base == next_row);
+                                     next_row += static_cast<long long>(blocks_y) * kTile;
+                                     ++launches;
+                                     return true;
+                                   });
+    CHECK(all);
+    CHECK(next_row == (rows + kTile - 1) / kTile * kTile);  // every row block, once
+    CHECK(launches == ((rows + kTile - 1) / kTile + kLimit - 1) / kLimit);
+  }
+  long long launches = 0;
+  const bool all = device::for_each_row_chunk(
+      3 * kLimit * kTile, 1, static_cast<int>(kTile), 64, device::kMaxRowBlocks,
+      [&](unsigned, unsigned, long long) { return ++launches < 2; });
+  CHECK_FALSE(all);
+  CHECK(launches == 2);
+  // The decode grid: one block per 32 outputs.
+  CHECK(device::decode_blocks(1) == 1);
+  CHECK(device::decode_blocks(32) == 1);
+  CHECK(device::decode_blocks(33) == 2);
+  CHECK(device::decode_blocks(11008) == 344);
 }
 
 TEST_CASE(

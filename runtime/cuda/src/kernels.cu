@@ -1,6 +1,7 @@
 // The strict dense-linear kernels' launches (kernels.h). The device code is kernels_device.h's,
-// which the host test also runs (through a shim); this file is only what nvcc alone compiles:
-// the launch syntax and the choice of kernel and grid.
+// which the host test also runs (through a shim), and so are the launches' choices (vector
+// loads, the decode grid, the row chunks); this file is only what nvcc alone compiles: the launch
+// syntax, the shared-memory attribute and the choice of kernel.
 #include <cuda_runtime.h>
 
 #include "kernels.h"
@@ -25,32 +26,27 @@ cudaError_t launch_decode(const std::uint8_t* input, const std::uint8_t* weight,
       cudaFuncSetAttribute(decode_kernel<Rows>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                            static_cast<int>(Shape::kSharedBytes));
   if (configured != cudaSuccess) return configured;
-  const dim3 grid(static_cast<unsigned>((out_features + kDecodeTileOut - 1) / kDecodeTileOut));
+  const dim3 grid(decode_blocks(out_features));
   const dim3 block(kDecodeTileOut, Config::kWarps);
   decode_kernel<Rows><<<grid, block, Shape::kSharedBytes, stream>>>(input, weight, output, k,
                                                                     out_features, vec);
   return cudaGetLastError();
 }
 
-// Launches the row blocks of a kernel with tiles of tile_rows x tile_out outputs, in chunks:
-// gridDim.y is at most 65535. launch(grid, row_base) makes one <<<>>> launch of the chunk whose
-// first row is row_base. Answers the first launch's error, or cudaSuccess.
+// Launches the row blocks of a kernel with tiles of tile_rows x tile_out outputs in chunks
+// (for_each_row_chunk): launch(grid, row_base) makes one <<<>>> launch of the chunk whose first
+// row is row_base. Answers the first launch's error, or cudaSuccess.
 template <typename Launch>
-cudaError_t launch_row_blocks(std::uint64_t rows, std::uint64_t out_features, int tile_rows,
+cudaError_t launch_row_blocks(long long rows, long long out_features, int tile_rows,
                               int tile_out, Launch&& launch) {
-  constexpr unsigned long long kMaxRowBlocks = 65535;
-  const auto tr = static_cast<unsigned long long>(tile_rows);
-  const auto to = static_cast<unsigned long long>(tile_out);
-  const unsigned long long row_blocks = (rows + tr - 1) / tr;
-  for (unsigned long long first = 0; first < row_blocks; first += kMaxRowBlocks) {
-    const unsigned long long count =
-        row_blocks - first < kMaxRowBlocks ? row_blocks - first : kMaxRowBlocks;
-    const dim3 grid(static_cast<unsigned>((out_features + to - 1) / to),
-                    static_cast<unsigned>(count));
-    launch(grid, static_cast<long long>(first * tr));
-    if (const cudaError_t launched = cudaGetLastError(); launched != cudaSuccess) return launched;
-  }
-  return cudaSuccess;
+  cudaError_t status = cudaSuccess;
+  for_each_row_chunk(rows, out_features, tile_rows, tile_out, kMaxRowBlocks,
+                     [&](unsigned blocks_x, unsigned blocks_y, long long row_base) {
+                       launch(dim3(blocks_x, blocks_y), row_base);
+                       status = cudaGetLastError();
+                       return status == cudaSuccess;
+                     });
+  return status;
 }
 
 }  // namespace
@@ -66,32 +62,32 @@ cudaError_t launch_strict_dense_linear(const std::uint8_t* input, const std::uin
   (void)cudaGetLastError();
   const auto k = static_cast<long long>(in_features);
   const auto outs = static_cast<long long>(out_features);
-  const bool vec = reinterpret_cast<std::uintptr_t>(input) % 16 == 0 &&
-                   reinterpret_cast<std::uintptr_t>(weight) % 16 == 0 && in_features % kGroup == 0;
+  const auto row_count = static_cast<long long>(rows);
+  const bool vec = vector_loads(input, weight, k);
   cudaError_t decode_launched = cudaSuccess;
   const auto decode = [&](auto rows_constant) {
     decode_launched =
         launch_decode<decltype(rows_constant)::value>(input, weight, output, k, outs, vec, stream);
   };
-  if (with_decode_rows(static_cast<long long>(rows), decode)) return decode_launched;
+  if (with_decode_rows(row_count, decode)) return decode_launched;
   cudaError_t prefill_launched = cudaSuccess;
   const auto pipelined = [&](auto config) {
     using C = decltype(config);
     using Shape = PipelinedShape<C::kTileRows, C::kTileOut, C::kMicroRows, C::kMicroOut,
                                  C::kTileK>;
     prefill_launched = launch_row_blocks(
-        rows, out_features, C::kTileRows, C::kTileOut, [&](dim3 grid, long long row_base) {
+        row_count, outs, C::kTileRows, C::kTileOut, [&](dim3 grid, long long row_base) {
           pipelined_kernel<C::kTileRows, C::kTileOut, C::kMicroRows, C::kMicroOut, C::kTileK>
               <<<grid, Shape::kThreads, 0, stream>>>(input, weight, output,
-                                                     static_cast<long long>(rows), row_base, k,
+                                                     row_count, row_base, k,
                                                      outs, vec);
         });
   };
   if (with_pipelined_config(prefill, pipelined)) return prefill_launched;
-  return launch_row_blocks(rows, out_features, kTiledTileRows, kTiledTileOut,
+  return launch_row_blocks(row_count, outs, kTiledTileRows, kTiledTileOut,
                            [&](dim3 grid, long long row_base) {
                              tiled_kernel<<<grid, kTiledThreads, 0, stream>>>(
-                                 input, weight, output, static_cast<long long>(rows), row_base, k,
+                                 input, weight, output, row_count, row_base, k,
                                  outs, vec);
                            });
 }

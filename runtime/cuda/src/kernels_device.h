@@ -8,6 +8,9 @@
 // __launch_bounds__, and on the host only, check_vector_access (16-byte accesses aligned),
 // dynamic_shared (the block's dynamic shared memory) and the cp.async queue (copy_async_*).
 //
+// Host code here too: the launches' choices (vector_loads, decode_blocks, for_each_row_chunk,
+// with_decode_rows), which kernels.cu launches with and the host test runs the kernels with.
+//
 // The per-element arithmetic, the group reduction and the tiled kernel's layouts are
 // strict_arith.h's; the decode kernel's stage layout is here. Parallelism is over outputs only:
 // each output's accumulator lives in one thread and sees k ascending, one tile after the other.
@@ -354,6 +357,40 @@ bool with_decode_rows_of(long long rows, F& f, std::integer_sequence<int, R...> 
 template <typename F>
 bool with_decode_rows(long long rows, F&& f) {
   return with_decode_rows_of(rows, f, std::make_integer_sequence<int, kDecodeMaxRows>{});
+}
+
+// --- the launches' choices: host code that kernels.cu launches with and the host test too -----
+// Whether a launch reads its operands as 16-byte groups (vec): when both start 16-byte aligned
+// and k is a multiple of 8, every group of every line does; otherwise byte loads.
+inline bool vector_loads(const void* input, const void* weight, long long k) {
+  return reinterpret_cast<std::uintptr_t>(input) % 16 == 0 &&
+         reinterpret_cast<std::uintptr_t>(weight) % 16 == 0 && k % kGroup == 0;
+}
+
+// The decode kernel's blocks for out_features outputs (blockDim is (kDecodeTileOut, Warps)).
+inline unsigned decode_blocks(long long out_features) {
+  return static_cast<unsigned>((out_features + kDecodeTileOut - 1) / kDecodeTileOut);
+}
+
+// The launches of a kernel whose blocks own tile_rows x tile_out outputs (the tiled and the
+// pipelined kernels): the row blocks in chunks of at most max_chunk (kernels.cu: kMaxRowBlocks,
+// gridDim.y's limit), one launch(blocks_x, blocks_y, row_base) per chunk, row_base its first
+// row, in ascending order; stops at the first launch that answers false and answers false then.
+inline constexpr unsigned long long kMaxRowBlocks = 65535;
+template <typename Launch>
+bool for_each_row_chunk(long long rows, long long out_features, int tile_rows, int tile_out,
+                        unsigned long long max_chunk, Launch&& launch) {
+  const auto row_blocks = static_cast<unsigned long long>((rows + tile_rows - 1) / tile_rows);
+  const auto blocks_x = static_cast<unsigned>((out_features + tile_out - 1) / tile_out);
+  for (unsigned long long first = 0; first < row_blocks; first += max_chunk) {
+    const unsigned long long count =
+        row_blocks - first < max_chunk ? row_blocks - first : max_chunk;
+    if (!launch(blocks_x, static_cast<unsigned>(count),
+                static_cast<long long>(first) * tile_rows)) {
+      return false;
+    }
+  }
+  return true;
 }
 
 // --- tiled: more rows ----------------------------------------------------------------------------
