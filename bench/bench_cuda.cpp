@@ -271,10 +271,11 @@ void BM_CudaDenseLinear(benchmark::State& state, Kernel kernel, Prefill prefill)
     state.counters["peak GFLOP/s"] = peak_gflops;
     state.counters["operand sets"] = static_cast<double>(sets);
   }
-  state.SetLabel(kernel == Kernel::kCublas    ? "cublas, operands from HBM"
-                 : prefill == Prefill::kTiled ? "strict, operands from HBM"
-                                              : "strict candidate, bit-identical to the tiled "
-                                                "kernel, operands from HBM");
+  state.SetLabel(kernel == Kernel::kCublas ? "cublas, operands from HBM"
+                 : prefill == vtrace::runtime::cuda::strict::kRuntimePrefill
+                     ? "strict, operands from HBM"
+                     : "strict candidate, bit-identical to the tiled "
+                       "kernel, operands from HBM");
   ops.clear();
   if (handle != nullptr) cublas->destroy(handle);
   if (start != nullptr) cudaEventDestroy(start);
@@ -291,8 +292,9 @@ void prefill_shape(benchmark::internal::Benchmark* b) {
   b->ArgNames({"rows", "in", "out"})->UseManualTime()->Unit(benchmark::kMicrosecond);
 }
 
-BENCHMARK_CAPTURE(BM_CudaDenseLinear, strict, Kernel::kStrict, Prefill::kTiled)->Apply(shapes);
-BENCHMARK_CAPTURE(BM_CudaDenseLinear, cublas, Kernel::kCublas, Prefill::kTiled)->Apply(shapes);
+using vtrace::runtime::cuda::strict::kRuntimePrefill;
+BENCHMARK_CAPTURE(BM_CudaDenseLinear, strict, Kernel::kStrict, kRuntimePrefill)->Apply(shapes);
+BENCHMARK_CAPTURE(BM_CudaDenseLinear, cublas, Kernel::kCublas, kRuntimePrefill)->Apply(shapes);
 BENCHMARK_CAPTURE(BM_CudaDenseLinear, strict_pipelined_64x64_4x4_k32, Kernel::kStrict,
                   Prefill::kPipelined64x64Micro4x4K32)
     ->Apply(prefill_shape);

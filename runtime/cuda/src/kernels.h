@@ -19,15 +19,15 @@ namespace vtrace::runtime::cuda::kernels {
 // accumulator per output from +0, fmaf per step, NaN written as 0x7E00: the reference's bits
 // (strict_arith.h says why). Little-endian f16 at any byte alignment; rows, in, out >= 1. rows
 // <= 8 runs the decode kernel (weights streamed once, one thread per output), more rows the
-// kernel `prefill` names: the tiled kernel (64 x 64 outputs per block, 4 x 8 per thread), which
-// the runtime launches, or a configuration of the pipelined kernel, which bench_cuda.cpp
-// measures beside it (strict_arith.h, Prefill). Every one computes the same bits. `output` must
+// kernel `prefill` names: by default the runtime's (kRuntimePrefill: the tiled kernel, 64 x 64
+// outputs per block, 4 x 8 per thread), or another, which bench_cuda.cpp measures beside it
+// (strict_arith.h, Prefill). Every one computes the same bits. `output` must
 // not overlap the operands (the runtime stages an aliasing launch).
 cudaError_t launch_strict_dense_linear(const std::uint8_t* input, const std::uint8_t* weight,
                                        std::uint8_t* output, std::uint64_t rows,
                                        std::uint64_t in_features, std::uint64_t out_features,
                                        cudaStream_t stream,
-                                       strict::Prefill prefill = strict::Prefill::kTiled);
+                                       strict::Prefill prefill = strict::kRuntimePrefill);
 
 // Whether this build holds a kernel image the current device can run (the kernels are built for
 // CMAKE_CUDA_ARCHITECTURES only, sm_90 by default): cudaSuccess, or the error

@@ -114,6 +114,9 @@ enum class Prefill : std::uint8_t {
   kPipelined32x64Micro4x4K32,
   kPipelined64x64Micro4x8K32,
 };
+// The one the runtime launches (kernels.h's default). A candidate takes this place once a GPU
+// run has timed it faster (bench_cuda.cpp); the conformance suite then checks it on the device.
+inline constexpr Prefill kRuntimePrefill = Prefill::kTiled;
 template <int TileRows, int TileOut, int MicroRows, int MicroOut, int TileK>
 struct PipelinedConfig {
   static constexpr int kTileRows = TileRows;
