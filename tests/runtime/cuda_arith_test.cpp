@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <initializer_list>
 #include <random>
 #include <utility>
 #include <vector>
@@ -331,66 +332,67 @@ TEST_CASE(
   CHECK(differing == 0);
 }
 
-TEST_CASE(
-    "cuda decode kernel's device code, run on the host, equals the reference kernel for rows 1 to "
-    "8",
-    "[cuda][arith][kernel][device]") {
-  std::uint32_t seed = 2000;
+// Every shape of rows x k x out from the lists, with operands at 0 and 2 bytes from 16-byte
+// alignment, through kernel(in, w, out, shape, offset, chunk), whose chunk alternates between
+// the launcher's (kMaxRowBlocks) and one row block (for the kernels launched in row chunks): each
+// case must equal the reference bit for bit. Seeds count up from `seed`. Answers how many cases
+// ran and how many outputs their data made order-sensitive (reversing k changes them).
+struct Sweep {
   std::size_t cases = 0;
   std::size_t order_shows = 0;
-  for (long rows = 1; rows <= strict::kDecodeMaxRows; ++rows) {
-    // k from one element to past two tiles of 512 (the launcher's ring of 2 stages wraps), whole
-    // tiles only, tails of every kind; outputs: one, a block, and a block and a part of one.
-    for (const long k : {1L, 8L, 127L, 136L, 300L, 1024L, 1031L}) {
-      for (const long out : {1L, 32L, 70L}) {
+};
+template <typename Kernel>
+Sweep sweep(std::uint32_t seed, std::initializer_list<long> rows_list,
+            std::initializer_list<long> k_list, std::initializer_list<long> out_list,
+            const Kernel& kernel) {
+  Sweep sweep;
+  for (const long rows : rows_list) {
+    for (const long k : k_list) {
+      for (const long out : out_list) {
         for (const std::size_t offset : {std::size_t{0}, std::size_t{2}}) {
-          INFO("rows " << rows << " k " << k << " out " << out << " offset " << offset << " seed "
-                       << seed);
-          const auto emulate = [offset](const std::uint16_t* in, const std::uint16_t* w,
-                                        std::uint16_t* o,
-                                        const Shape& s) { device_decode(in, w, o, s, offset); };
+          const auto chunk = static_cast<unsigned>(seed % 2 == 0 ? device::kMaxRowBlocks : 1);
+          INFO("rows " << rows << " k " << k << " out " << out << " offset " << offset << " chunk "
+                       << chunk << " seed " << seed);
+          const auto emulate = [&](const std::uint16_t* in, const std::uint16_t* w,
+                                   std::uint16_t* o,
+                                   const Shape& s) { kernel(in, w, o, s, offset, chunk); };
           const Outcome outcome = run_shape({rows, k, out}, seed++, emulate);
           CHECK(outcome.differing == 0);
-          order_shows += outcome.order_shows;
-          ++cases;
+          sweep.order_shows += outcome.order_shows;
+          ++sweep.cases;
         }
       }
     }
   }
-  CHECK(cases == 336);
-  INFO("outputs where k descending differs from k ascending: " << order_shows);
-  CHECK(order_shows > 100);
+  return sweep;
+}
+
+TEST_CASE(
+    "cuda decode kernel's device code, run on the host, equals the reference kernel for rows 1 to "
+    "8",
+    "[cuda][arith][kernel][device]") {
+  // k from one element to past two tiles of 512 (the launcher's ring of 2 stages wraps), whole
+  // tiles only, tails of every kind; outputs: one, a block, and a block and a part of one.
+  const Sweep done =
+      sweep(2000, {1, 2, 3, 4, 5, 6, 7, 8}, {1, 8, 127, 136, 300, 1024, 1031}, {1, 32, 70},
+            [](const std::uint16_t* in, const std::uint16_t* w, std::uint16_t* o, const Shape& s,
+               std::size_t offset, unsigned /*chunk*/) { device_decode(in, w, o, s, offset); });
+  CHECK(done.cases == 336);
+  INFO("outputs where k descending differs from k ascending: " << done.order_shows);
+  CHECK(done.order_shows > 100);
 }
 
 TEST_CASE(
     "cuda tiled kernel's device code, run on the host, equals the reference kernel, in row chunks "
     "too",
     "[cuda][arith][kernel][device]") {
-  std::uint32_t seed = 3000;
-  std::size_t cases = 0;
-  std::size_t order_shows = 0;
-  for (const long rows : {9L, 64L, 130L}) {
-    for (const long k : {1L, 16L, 17L, 40L, 100L}) {
-      for (const long out : {1L, 65L, 130L}) {
-        for (const std::size_t offset : {std::size_t{0}, std::size_t{2}}) {
-          const unsigned chunk = seed % 2 == 0 ? 65535u : 1u;
-          INFO("rows " << rows << " k " << k << " out " << out << " offset " << offset << " chunk "
-                       << chunk << " seed " << seed);
-          const auto emulate = [offset, chunk](const std::uint16_t* in, const std::uint16_t* w,
-                                               std::uint16_t* o, const Shape& s) {
-            device_prefill(in, w, o, s, offset, chunk);
-          };
-          const Outcome outcome = run_shape({rows, k, out}, seed++, emulate);
-          CHECK(outcome.differing == 0);
-          order_shows += outcome.order_shows;
-          ++cases;
-        }
-      }
-    }
-  }
-  CHECK(cases == 90);
-  INFO("outputs where k descending differs from k ascending: " << order_shows);
-  CHECK(order_shows > 100);
+  const Sweep done =
+      sweep(3000, {9, 64, 130}, {1, 16, 17, 40, 100}, {1, 65, 130},
+            [](const std::uint16_t* in, const std::uint16_t* w, std::uint16_t* o, const Shape& s,
+               std::size_t offset, unsigned chunk) { device_prefill(in, w, o, s, offset, chunk); });
+  CHECK(done.cases == 90);
+  INFO("outputs where k descending differs from k ascending: " << done.order_shows);
+  CHECK(done.order_shows > 100);
 }
 
 TEST_CASE(
@@ -398,34 +400,21 @@ TEST_CASE(
     "reference kernel, in row chunks too",
     "[cuda][arith][kernel][device]") {
   std::uint32_t seed = 5000;
-  std::size_t cases = 0;
-  std::size_t order_shows = 0;
   for (const auto& [prefill, name] : kPipelinedConfigs) {
+    INFO("pipelined, " << name);
     // Rows and outputs: a part of one block, and two blocks and a part (of every tile size);
     // k: one element, one tile of 32 less one and plus one (a short last tile), two stages'
     // round trips, and a k no group divides.
-    for (const long rows : {9L, 130L}) {
-      for (const long out : {65L, 130L}) {
-        for (const long k : {1L, 31L, 33L, 100L, 203L}) {
-          const std::size_t offset = seed % 3 == 0 ? 2 : 0;
-          const unsigned chunk = seed % 2 == 0 ? 65535u : 1u;
-          INFO("pipelined, " << name << ": rows " << rows << " k " << k << " out " << out
-                             << " offset " << offset << " chunk " << chunk << " seed " << seed);
-          const auto emulate = [&](const std::uint16_t* in, const std::uint16_t* w,
-                                   std::uint16_t* o, const Shape& s) {
-            device_prefill(in, w, o, s, offset, chunk, prefill);
-          };
-          const Outcome outcome = run_shape({rows, k, out}, seed++, emulate);
-          CHECK(outcome.differing == 0);
-          order_shows += outcome.order_shows;
-          ++cases;
-        }
-      }
-    }
+    const Sweep done =
+        sweep(seed, {9, 130}, {1, 31, 33, 100, 203}, {65, 130},
+              [prefill](const std::uint16_t* in, const std::uint16_t* w, std::uint16_t* o,
+                        const Shape& s, std::size_t offset,
+                        unsigned chunk) { device_prefill(in, w, o, s, offset, chunk, prefill); });
+    seed += 1000;
+    CHECK(done.cases == 40);
+    INFO("outputs where k descending differs from k ascending: " << done.order_shows);
+    CHECK(done.order_shows > 30);
   }
-  CHECK(cases == 60);
-  INFO("outputs where k descending differs from k ascending: " << order_shows);
-  CHECK(order_shows > 100);
 }
 
 TEST_CASE(
@@ -471,23 +460,13 @@ TEST_CASE(
     "cuda decode kernel's other variant (two rows per thread, short tiles, three stages), run on "
     "the host, equals the reference kernel",
     "[cuda][arith][kernel][device]") {
-  std::uint32_t seed = 4000;
-  std::size_t cases = 0;
-  for (const long rows : {1L, 3L, 5L, 8L}) {
-    for (const long k : {127L, 136L, 300L}) {
-      for (const std::size_t offset : {std::size_t{0}, std::size_t{2}}) {
-        INFO("decode: two rows per thread, tiles of 64, three stages, rows "
-             << rows << " k " << k << " offset " << offset << " seed " << seed);
-        const auto emulate = [offset](const std::uint16_t* in, const std::uint16_t* w,
-                                      std::uint16_t* o, const Shape& s) {
-          device_decode(in, w, o, s, offset, DecodeVariant::kTwoRowsShortTiles);
-        };
-        CHECK(run_shape({rows, k, 70}, seed++, emulate).differing == 0);
-        ++cases;
-      }
-    }
-  }
-  CHECK(cases == 24);
+  INFO("decode: two rows per thread, tiles of 64, three stages");
+  const Sweep done = sweep(4000, {1, 3, 5, 8}, {127, 136, 300}, {70},
+                           [](const std::uint16_t* in, const std::uint16_t* w, std::uint16_t* o,
+                              const Shape& s, std::size_t offset, unsigned /*chunk*/) {
+                             device_decode(in, w, o, s, offset, DecodeVariant::kTwoRowsShortTiles);
+                           });
+  CHECK(done.cases == 24);
 }
 
 TEST_CASE(

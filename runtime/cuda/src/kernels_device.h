@@ -136,6 +136,23 @@ __device__ inline void store_output(std::uint8_t* out, long long element, float 
   out[2 * element + 1] = static_cast<std::uint8_t>(bits >> 8);
 }
 
+// Writes a thread's micro-tile (the tiled and the pipelined kernels): accumulator (i, j) is
+// output (first_row + i, first_out + j), written when that is inside rows x out_features.
+template <std::size_t R, std::size_t O>
+__device__ inline void store_micro_tile(std::uint8_t* out, const float (&acc)[R][O],
+                                        long long first_row, long long first_out, long long rows,
+                                        long long out_features) {
+  VTRACE_UNROLL
+  for (std::size_t i = 0; i < R; ++i) {
+    const long long r = first_row + static_cast<long long>(i);
+    VTRACE_UNROLL
+    for (std::size_t j = 0; j < O; ++j) {
+      const long long o = first_out + static_cast<long long>(j);
+      if (r < rows && o < out_features) store_output(out, r * out_features + o, acc[i][j]);
+    }
+  }
+}
+
 // --- decode: rows <= kDecodeMaxRows ------------------------------------------------------------
 // A block owns kDecodeTileOut consecutive outputs of every row and walks k in tiles of TileK
 // through a ring of Stages shared-memory stages: while tile t is reduced, the copies of the next
@@ -477,15 +494,8 @@ __global__ void __launch_bounds__(kTiledThreads)
       }
     }
   }
-  VTRACE_UNROLL
-  for (int i = 0; i < kTiledMicroRows; ++i) {
-    const long long r = row0 + ty * kTiledMicroRows + i;
-    VTRACE_UNROLL
-    for (int j = 0; j < kTiledMicroOut; ++j) {
-      const long long o = col0 + tx * kTiledMicroOut + j;
-      if (r < rows && o < out_features) store_output(out, r * out_features + o, acc[i][j]);
-    }
-  }
+  store_micro_tile(out, acc, row0 + ty * kTiledMicroRows, col0 + tx * kTiledMicroOut, rows,
+                   out_features);
 }
 
 // --- pipelined: more rows, the candidate for the tiled kernel's place --------------------------
@@ -629,15 +639,7 @@ __global__ void __launch_bounds__(
     if (more) store_tile(1 - buffer);
     __syncthreads();
   }
-  VTRACE_UNROLL
-  for (int i = 0; i < MicroRows; ++i) {
-    const long long r = row0 + ty * MicroRows + i;
-    VTRACE_UNROLL
-    for (int j = 0; j < MicroOut; ++j) {
-      const long long o = col0 + tx * MicroOut + j;
-      if (r < rows && o < out_features) store_output(out, r * out_features + o, acc[i][j]);
-    }
-  }
+  store_micro_tile(out, acc, row0 + ty * MicroRows, col0 + tx * MicroOut, rows, out_features);
 }
 
 }  // namespace vtrace::runtime::cuda::kernels::device
