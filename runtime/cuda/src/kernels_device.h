@@ -507,19 +507,29 @@ __global__ void __launch_bounds__(kTiledThreads)
 // GPU to say: bench_cuda.cpp runs each beside it (kernels.h, Prefill) and checks its outputs
 // equal the tiled kernel's bit for bit; until then the runtime launches tiled_kernel.
 //
-// A block owns TileRows x TileOut outputs; thread (tx, ty), tx the fast index, the micro-tile of
-// rows ty * MicroRows + i and outputs tx * MicroOut + j. Per tile of TileK, every thread loads
-// its groups of the input and weight lines into registers (group g of an operand: line
-// g % lines, k offset (g / lines) * 8, so a warp's stores to the transposed tile are
-// consecutive floats), the whole block stores them converted into the stage not being read, and
+// A block owns TileRows x TileOut outputs; thread (tx, ty) the micro-tile of rows
+// ty * MicroRows + i and outputs tx * MicroOut + j, a warp a patch of 8 x 4 such threads. Per tile
+// of TileK, every thread loads its groups of the input and weight lines into registers (group g of
+// an operand: line g % lines, k offset (g / lines) * 8, so a warp's stores to the transposed tile
+// are consecutive floats), the whole block stores them converted into the stage not being read, and
 // every accumulator steps through the tile's k-slices in order (micro_step).
 template <int TileRows, int TileOut, int MicroRows, int MicroOut, int TileK>
 struct PipelinedShape {
   static_assert(TileRows % MicroRows == 0 && TileOut % MicroOut == 0);
   static_assert(MicroRows % 4 == 0 && MicroOut % 4 == 0, "the micro-tiles are read as float4");
   static_assert(TileK % kGroup == 0);
-  static constexpr int kThreadsOut = TileOut / MicroOut;  // tx's range
-  static constexpr int kThreads = (TileRows / MicroRows) * kThreadsOut;
+  static constexpr int kThreadsOut = TileOut / MicroOut;     // tx's range
+  static constexpr int kThreadsRows = TileRows / MicroRows;  // ty's range
+  static constexpr int kThreads = kThreadsRows * kThreadsOut;
+  // A warp is a patch of kWarpTx x kWarpTy threads (8 x 4 where the tile allows), so that its
+  // reads of a k-slice are kWarpTx consecutive weight float4s and kWarpTy consecutive input
+  // float4s per row of them: one shared-memory wavefront each (a warp 16 x 2 would need two
+  // for its weights).
+  static constexpr int kWarpTx = kThreadsOut < 8 ? kThreadsOut : 8;
+  static constexpr int kWarpTy = 32 / kWarpTx;
+  static constexpr int kWarpsAcross = kThreadsOut / kWarpTx;
+  static_assert(32 % kWarpTx == 0 && kThreadsOut % kWarpTx == 0 && kThreadsRows % kWarpTy == 0,
+                "the warps tile the block's threads");
   static constexpr int kGroupsPerLine = TileK / kGroup;
   // A k-slice's floats: the lines, plus 4 (keeps each slice 16-byte aligned).
   static constexpr int kAStride = TileRows + 4;
@@ -543,8 +553,10 @@ __global__ void __launch_bounds__(
   __shared__ __align__(16) float stage_a[2][TileK * Shape::kAStride];
   __shared__ __align__(16) float stage_w[2][TileK * Shape::kWStride];
   const int tid = static_cast<int>(threadIdx.x);
-  const int tx = tid % Shape::kThreadsOut;
-  const int ty = tid / Shape::kThreadsOut;
+  const int lane = tid % 32;
+  const int warp = tid / 32;
+  const int tx = lane % Shape::kWarpTx + Shape::kWarpTx * (warp % Shape::kWarpsAcross);
+  const int ty = lane / Shape::kWarpTx + Shape::kWarpTy * (warp / Shape::kWarpsAcross);
   const long long row0 = row_base + static_cast<long long>(blockIdx.y) * TileRows;
   const long long col0 = static_cast<long long>(blockIdx.x) * TileOut;
 
