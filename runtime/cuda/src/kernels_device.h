@@ -504,7 +504,7 @@ __global__ void __launch_bounds__(kTiledThreads)
 // (4 x 4 gives a 64 x 64 block 8 warps where 4 x 8 gives it 4), and the shared-memory tile is
 // double-buffered, so one barrier per tile suffices and the global loads of tile t + 1 are in
 // flight while tile t's products are added. Which configuration replaces tiled_kernel is for a
-// GPU to say: bench_cuda.cpp runs each beside it (kernels.h, Prefill) and checks its outputs
+// GPU to say: bench_cuda.cpp runs each beside it (strict_arith.h, Prefill) and checks its outputs
 // equal the tiled kernel's bit for bit; until then the runtime launches tiled_kernel.
 //
 // A block owns TileRows x TileOut outputs; thread (tx, ty) the micro-tile of rows
