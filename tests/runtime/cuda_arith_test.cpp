@@ -402,18 +402,19 @@ TEST_CASE(
   std::uint32_t seed = 5000;
   for (const auto& [prefill, name] : kPipelinedConfigs) {
     INFO("pipelined, " << name);
-    // Rows and outputs: a part of one block, and two blocks and a part (of every tile size);
-    // k: one element, one tile of 32 less one and plus one (a short last tile), two stages'
-    // round trips, and a k no group divides.
+    // Rows: a part of one block, and two blocks and a part (of every tile size); outputs: a
+    // block and one more (a second, short block); k: one element, one tile of 32 less one and
+    // plus one (a short last tile), two stages' round trips, and a k no group divides. (Each
+    // case is one std::thread per CUDA thread: under TSan these 60 take minutes.)
     const Sweep done =
-        sweep(seed, {9, 130}, {1, 31, 33, 100, 203}, {65, 130},
+        sweep(seed, {9, 130}, {1, 31, 33, 100, 203}, {65},
               [prefill](const std::uint16_t* in, const std::uint16_t* w, std::uint16_t* o,
                         const Shape& s, std::size_t offset,
                         unsigned chunk) { device_prefill(in, w, o, s, offset, chunk, prefill); });
     seed += 1000;
-    CHECK(done.cases == 40);
+    CHECK(done.cases == 20);
     INFO("outputs where k descending differs from k ascending: " << done.order_shows);
-    CHECK(done.order_shows > 30);
+    CHECK(done.order_shows > 300);
   }
 }
 
