@@ -391,6 +391,7 @@ TEST_CASE("a cut trace recovers exactly the complete frames and the decodable pr
 }
 
 TEST_CASE("a single flipped bit in any data frame is detected and names the frame", "[schema]") {
+  VTRACE_SKIP_UNDER_TSAN("its loop flips and reads traces on one thread: nothing for TSan");
   const auto w = standard_trace(1500, 150);
   const Bytes& good = w.bytes;
   auto reference = open_ok(good);

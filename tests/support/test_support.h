@@ -33,3 +33,13 @@ std::ifstream open_fixture(const std::filesystem::path& path);
     ::vtrace::testing::mark_skipped(reason);     \
     return;                                      \
   } while (false)
+
+// Skips the running test under ThreadSanitizer (scripts/sanitize.sh thread), saying why; does
+// nothing elsewhere. For a long test whose every step after its setup runs on the calling thread
+// (a loop of reads over thousands of damaged traces): TSan has no race to find in it, and it would
+// cost minutes of CI's budget there. The plain and the ASan + UBSan runs still run it.
+#if defined(__SANITIZE_THREAD__)
+#define VTRACE_SKIP_UNDER_TSAN(reason) VTRACE_SKIP(reason)
+#else
+#define VTRACE_SKIP_UNDER_TSAN(reason) static_cast<void>(0)
+#endif
