@@ -205,18 +205,44 @@ void run_decode_on_host(const Operand& a, const Operand& w, std::uint8_t* out, l
       Geometry::kSharedBytes);
 }
 
-// Which decode_kernel instance device_decode runs: the launcher's (DecodeConfig), or two rows
-// per thread (at most the row count), tiles of 64 k, three stages and as many warps as rows need
-// (the other corner of what docs/CUDA.md says was measured).
-enum class DecodeVariant : std::uint8_t { kLauncher, kTwoRowsShortTiles };
+template <int Rows, int TileK, int Stages, int ConvertWarps>
+void run_converted_on_host(const Operand& a, const Operand& w, std::uint8_t* out, long k,
+                           long outs) {
+  using Geometry = device::ConvertedShape<Rows, TileK, Stages, ConvertWarps>;
+  shim::launch(
+      {device::decode_blocks(outs), 1, 1}, {32, static_cast<unsigned>(Geometry::kWarps), 1},
+      [&] {
+        device::converted_decode_kernel<Rows, TileK, Stages, ConvertWarps>(
+            a.bytes, w.bytes, out, k, outs, vec_loads(a, w, k));
+      },
+      Geometry::kSharedBytes);
+}
+
+// Which decode kernel instance device_decode runs: decode_kernel as the launcher has it
+// (DecodeConfig), or two rows per thread (at most the row count), tiles of 64 k, three stages
+// and as many warps as rows need (the other corner of what docs/CUDA.md says was measured); or
+// converted_decode_kernel as the launcher has it (ConvertedConfig), or with tiles of 32 k, two
+// stages and one converting warp (a thread converts several groups per tile, the rings wrap
+// every other tile).
+enum class DecodeVariant : std::uint8_t {
+  kLauncher,
+  kTwoRowsShortTiles,
+  kConverted,
+  kConvertedShortTiles,
+};
 
 template <int Rows>
 void run_decode_variant(const Operand& a, const Operand& w, std::uint8_t* out, long k, long outs,
                         DecodeVariant v) {
   using C = device::DecodeConfig<Rows>;
+  using CC = device::ConvertedConfig;
   if (v == DecodeVariant::kLauncher) {
     run_decode_on_host<Rows, C::kRowsPerThread, C::kTileK, C::kStages, C::kWarps>(a, w, out, k,
                                                                                   outs);
+  } else if (v == DecodeVariant::kConverted) {
+    run_converted_on_host<Rows, CC::kTileK, CC::kStages, CC::kConvertWarps>(a, w, out, k, outs);
+  } else if (v == DecodeVariant::kConvertedShortTiles) {
+    run_converted_on_host<Rows, 32, 2, 1>(a, w, out, k, outs);
   } else {
     constexpr int kRpt = Rows >= 2 ? 2 : 1;
     run_decode_on_host<Rows, kRpt, 64, 3, (Rows + kRpt - 1) / kRpt>(a, w, out, k, outs);
@@ -471,6 +497,35 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "cuda converted decode kernel's device code, both configurations, run on the host, equals "
+    "the reference kernel",
+    "[cuda][arith][kernel][device]") {
+  // The launcher's configuration (tiles of 256, 3 stages): k of one element, a short first
+  // tile, one tile less one and one tile and a group, past the ring of stages (1031: four whole
+  // tiles and a tail); rows 1, 5 and 8 (lanes past the last row; every lane a row); outputs: a
+  // block and a part of one. (A std::thread per CUDA thread, 384 per block.)
+  INFO("converted decode, the launcher's configuration");
+  const Sweep done = sweep(6000, {1, 5, 8}, {1, 8, 255, 264, 1031}, {70},
+                           [](const std::uint16_t* in, const std::uint16_t* w, std::uint16_t* o,
+                              const Shape& s, std::size_t offset, unsigned /*chunk*/) {
+                             device_decode(in, w, o, s, offset, DecodeVariant::kConverted);
+                           });
+  CHECK(done.cases == 30);
+  INFO("outputs where k descending differs from k ascending: " << done.order_shows);
+  CHECK(done.order_shows > 100);
+  // Tiles of 32, 2 stages, one converting warp: short tails, one tile and a part, many rounds.
+  INFO("converted decode, tiles of 32, 2 stages, 1 converting warp");
+  const Sweep short_tiles =
+      sweep(6100, {2, 8}, {31, 33, 100, 203}, {70},
+            [](const std::uint16_t* in, const std::uint16_t* w, std::uint16_t* o, const Shape& s,
+               std::size_t offset, unsigned /*chunk*/) {
+              device_decode(in, w, o, s, offset, DecodeVariant::kConvertedShortTiles);
+            });
+  CHECK(short_tiles.cases == 16);
+  CHECK(short_tiles.order_shows > 40);
+}
+
+TEST_CASE(
     "cuda kernels' device code, run on the host, sums products that are all -0 to +0, as the "
     "reference",
     "[cuda][arith][kernel][device]") {
@@ -480,6 +535,12 @@ TEST_CASE(
       const auto decode = [](const std::uint16_t* in, const std::uint16_t* w, std::uint16_t* o,
                              const Shape& s) { device_decode(in, w, o, s, 0); };
       CHECK(signed_zero_outputs_differing({rows, k, 33}, decode) == 0);
+      INFO("converted decode: rows " << rows << " k " << k);
+      const auto converted = [](const std::uint16_t* in, const std::uint16_t* w, std::uint16_t* o,
+                                const Shape& s) {
+        device_decode(in, w, o, s, 0, DecodeVariant::kConverted);
+      };
+      CHECK(signed_zero_outputs_differing({rows, k, 33}, converted) == 0);
     }
     INFO("tiled: rows 70 k " << k);
     const auto tiled = [](const std::uint16_t* in, const std::uint16_t* w, std::uint16_t* o,

@@ -33,6 +33,24 @@ cudaError_t launch_decode(const std::uint8_t* input, const std::uint8_t* weight,
   return cudaGetLastError();
 }
 
+// The converted decode kernel (kernels_device.h), a candidate for launch_decode's place.
+template <int Rows>
+cudaError_t launch_converted(const std::uint8_t* input, const std::uint8_t* weight,
+                             std::uint8_t* output, long long k, long long out_features, bool vec,
+                             cudaStream_t stream) {
+  using C = ConvertedConfig;
+  using Shape = ConvertedShape<Rows, C::kTileK, C::kStages, C::kConvertWarps>;
+  static const cudaError_t configured = cudaFuncSetAttribute(
+      converted_decode_kernel<Rows>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+      static_cast<int>(Shape::kSharedBytes));
+  if (configured != cudaSuccess) return configured;
+  const dim3 grid(decode_blocks(out_features));
+  const dim3 block(32, Shape::kWarps);
+  converted_decode_kernel<Rows>
+      <<<grid, block, Shape::kSharedBytes, stream>>>(input, weight, output, k, out_features, vec);
+  return cudaGetLastError();
+}
+
 // Launches the row blocks of a kernel with tiles of tile_rows x tile_out outputs in chunks
 // (for_each_row_chunk): launch(grid, row_base) makes one <<<>>> launch of the chunk whose first
 // row is row_base. Answers the first launch's error, or cudaSuccess.
@@ -54,7 +72,7 @@ cudaError_t launch_row_blocks(long long rows, long long out_features, int tile_r
 cudaError_t launch_strict_dense_linear(const std::uint8_t* input, const std::uint8_t* weight,
                                        std::uint8_t* output, std::uint64_t rows,
                                        std::uint64_t in_features, std::uint64_t out_features,
-                                       cudaStream_t stream, strict::Prefill prefill) {
+                                       cudaStream_t stream, strict::KernelChoice choice) {
   // A <<<>>> launch reports through the thread's last error, which any earlier runtime call on
   // this thread may have set and left (cudaEventQuery's cudaErrorNotReady for a pending fence, a
   // cudaMalloc that ran out of memory): clear it, so that the status read after each launch is
@@ -66,8 +84,10 @@ cudaError_t launch_strict_dense_linear(const std::uint8_t* input, const std::uin
   const bool vec = vector_loads(input, weight, k);
   cudaError_t decode_launched = cudaSuccess;
   const auto decode = [&](auto rows_constant) {
-    decode_launched =
-        launch_decode<decltype(rows_constant)::value>(input, weight, output, k, outs, vec, stream);
+    constexpr int kRows = decltype(rows_constant)::value;
+    decode_launched = choice.decode == strict::Decode::kConverted
+                          ? launch_converted<kRows>(input, weight, output, k, outs, vec, stream)
+                          : launch_decode<kRows>(input, weight, output, k, outs, vec, stream);
   };
   if (with_decode_rows(row_count, decode)) return decode_launched;
   cudaError_t prefill_launched = cudaSuccess;
@@ -83,7 +103,7 @@ cudaError_t launch_strict_dense_linear(const std::uint8_t* input, const std::uin
                                                      outs, vec);
         });
   };
-  if (with_pipelined_config(prefill, pipelined)) return prefill_launched;
+  if (with_pipelined_config(choice.prefill, pipelined)) return prefill_launched;
   return launch_row_blocks(row_count, outs, kTiledTileRows, kTiledTileOut,
                            [&](dim3 grid, long long row_base) {
                              tiled_kernel<<<grid, kTiledThreads, 0, stream>>>(

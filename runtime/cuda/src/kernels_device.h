@@ -64,15 +64,25 @@ __device__ inline void host_check_vector_access(const void* p) {
 #endif
 }
 
-// Four floats of shared memory at a 16-byte aligned address, as one 16-byte access. On the
-// device a float4 access; on the host (the shim) a memcpy, so the test's build reads the floats
-// through no other type, after the shim's check that the address is aligned as the device needs.
+// Four floats of shared memory at a 16-byte aligned address, as one 16-byte access (load_float:
+// one float). On the device a float4 (float) access; on the host (the shim) a memcpy, so the
+// test's build reads the floats through no other type, after the shim's check that the address
+// is aligned as the device needs.
 __device__ inline float4 load_float4(const float* p) {
 #ifdef __CUDA_ARCH__
   return *reinterpret_cast<const float4*>(p);
 #else
   host_check_vector_access(p);
   float4 v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+#endif
+}
+__device__ inline float load_float(const float* p) {
+#ifdef __CUDA_ARCH__
+  return *p;
+#else
+  float v;
   std::memcpy(&v, p, sizeof v);
   return v;
 #endif
@@ -374,6 +384,170 @@ bool with_decode_rows_of(long long rows, F& f, std::integer_sequence<int, R...> 
 template <typename F>
 bool with_decode_rows(long long rows, F&& f) {
   return with_decode_rows_of(rows, f, std::make_integer_sequence<int, kDecodeMaxRows>{});
+}
+
+// --- converted decode: rows <= kDecodeMaxRows, the candidate for decode_kernel's place ---------
+// What it changes against decode_kernel, whose 8-row run issues 4.4 instructions per product
+// because each row's warp converts every weight again as it uses it (docs/CUDA.md, "What was
+// measured"): every f16 operand is converted once per block, into f32 tiles, and a warp holds 8
+// rows x 4 outputs (lane = row + 8 * output), so a product costs its FFMA and half a shared
+// read per 4 k: one float4 of the lane's input row and one of its output's weights, each a
+// broadcast to the lanes that share it (8 consecutive lines of a tile hit 8 distinct 16-byte
+// bank groups: the stride is TileK + 4 floats). The block's last ConvertWarps warps only copy
+// and convert: they cp.async the block's 32 weight lines and Rows input lines, tile
+// t + Stages - 1, into a ring of f16 stages, and convert tile t into one of two f32 tiles,
+// each thread the groups it copied itself (so its own cp.async wait is all the ordering a
+// stage needs), while the kReduceWarps warps add tile t - 1's products from the other f32
+// tile, k ascending; one barrier per tile hands the tiles over. Which one the runtime launches
+// is for a GPU to say (strict_arith.h, Decode); until then it launches decode_kernel.
+template <int Rows, int TileK, int Stages, int ConvertWarps>
+struct ConvertedShape {
+  static_assert(Rows >= 1 && Rows <= kDecodeMaxRows);
+  static_assert(TileK % (4 * kGroup) == 0 && Stages >= 2 && ConvertWarps >= 1);
+  // A warp's lanes: kRowLanes rows of kOutsPerWarp outputs; a lane past the last row computes
+  // a copy of the last row's sums and writes nothing.
+  static constexpr int kRowLanes = kDecodeMaxRows;
+  static constexpr int kOutsPerWarp = 32 / kRowLanes;
+  static constexpr int kReduceWarps = kDecodeTileOut / kOutsPerWarp;
+  static constexpr int kWarps = kReduceWarps + ConvertWarps;  // blockDim (32, kWarps)
+  static constexpr int kThreads = 32 * kWarps;
+  static constexpr int kConvertThreads = 32 * ConvertWarps;
+  static constexpr int kLines = kDecodeTileOut + Rows;  // weight lines first, then input rows
+  static constexpr int kGroupsPerLine = TileK / kGroup;
+  static constexpr int kStageGroups = kLines * kGroupsPerLine;
+  static constexpr int kGroupsPerThread = (kStageGroups + kConvertThreads - 1) / kConvertThreads;
+  static constexpr int kStride = TileK + 4;  // floats from one line of an f32 tile to the next
+  static constexpr int kTileFloats = kLines * kStride;
+  // The launch's dynamic shared memory: the f16 stages, then the two f32 tiles.
+  static constexpr std::size_t kStageBytes =
+      static_cast<std::size_t>(Stages) * kStageGroups * sizeof(uint4);
+  static constexpr std::size_t kSharedBytes = kStageBytes + 2 * kTileFloats * sizeof(float);
+};
+
+// How converted_decode_kernel<Rows> runs where kernels.cu launches it: k per tile, stages,
+// converting warps (each tile of 256: 61,440 bytes of stages, 83,200 of f32 tiles at 8 rows).
+struct ConvertedConfig {
+  static constexpr int kTileK = 256;
+  static constexpr int kStages = 3;
+  static constexpr int kConvertWarps = 4;
+};
+
+template <int Rows, int TileK = ConvertedConfig::kTileK, int Stages = ConvertedConfig::kStages,
+          int ConvertWarps = ConvertedConfig::kConvertWarps>
+__global__ void __launch_bounds__(ConvertedShape<Rows, TileK, Stages, ConvertWarps>::kThreads)
+    converted_decode_kernel(const std::uint8_t* in, const std::uint8_t* w, std::uint8_t* out,
+                            long long k, long long out_features, bool vec) {
+  using Shape = ConvertedShape<Rows, TileK, Stages, ConvertWarps>;
+  VTRACE_DYNAMIC_SHARED(shared);
+  uint4* const stages = shared;
+  // The f32 tiles, as raw floats after the stages (read and written through load_float4,
+  // store_float4 and load_float only).
+  float* const tiles = reinterpret_cast<float*>(shared + Stages * Shape::kStageGroups);
+  const int x = static_cast<int>(threadIdx.x);
+  const int y = static_cast<int>(threadIdx.y);
+  const long long col0 = static_cast<long long>(blockIdx.x) * kDecodeTileOut;
+  const long long tiles_k = (k + TileK - 1) / TileK;
+
+  if (y >= Shape::kReduceWarps) {
+    // A converting thread: groups ct, ct + kConvertThreads, ... of every tile's stage.
+    const int ct = (y - Shape::kReduceWarps) * 32 + x;
+    auto copy_tile = [&](long long t) {
+      const long long k0 = t * TileK;
+      const int count = tile_count(k, k0, TileK);
+      uint4* const stage = stages + static_cast<int>(t % Stages) * Shape::kStageGroups;
+      VTRACE_UNROLL
+      for (int i = 0; i < Shape::kGroupsPerThread; ++i) {
+        const int g = ct + i * Shape::kConvertThreads;
+        if (g >= Shape::kStageGroups) break;
+        const int line = g / Shape::kGroupsPerLine;
+        const int gi = g % Shape::kGroupsPerLine;
+        const int valid = count - gi * kGroup < kGroup ? count - gi * kGroup : kGroup;
+        const bool is_weight = line < kDecodeTileOut;
+        const long long src_line = is_weight ? col0 + line : line - kDecodeTileOut;
+        if (valid <= 0 || (is_weight && src_line >= out_features)) continue;  // never read
+        const std::uint8_t* src = (is_weight ? w : in) + 2 * (src_line * k + k0 + gi * kGroup);
+        if (vec && valid == kGroup) {
+          copy_async_16(stage + g, src);
+        } else {
+          stage[g] = load_group(src, valid, vec);
+        }
+      }
+    };
+    auto convert_tile = [&](long long t) {
+      const uint4* const stage = stages + static_cast<int>(t % Stages) * Shape::kStageGroups;
+      float* const tile = tiles + static_cast<int>(t % 2) * Shape::kTileFloats;
+      VTRACE_UNROLL
+      for (int i = 0; i < Shape::kGroupsPerThread; ++i) {
+        const int g = ct + i * Shape::kConvertThreads;
+        if (g >= Shape::kStageGroups) break;
+        const uint4 v = stage[g];
+        const float4 lo =
+            make_float4(staged_value(group_element(v, 0)), staged_value(group_element(v, 1)),
+                        staged_value(group_element(v, 2)), staged_value(group_element(v, 3)));
+        const float4 hi =
+            make_float4(staged_value(group_element(v, 4)), staged_value(group_element(v, 5)),
+                        staged_value(group_element(v, 6)), staged_value(group_element(v, 7)));
+        float* const dst = tile + (g / Shape::kGroupsPerLine) * Shape::kStride +
+                           (g % Shape::kGroupsPerLine) * kGroup;
+        // A warp's lanes store consecutive groups, 32 bytes apart: lanes 4 to 7 of every 8
+        // store their second half first, so that each store instruction's 8-lane quarters
+        // cover all 8 16-byte bank groups (one wavefront per quarter, not two).
+        const bool second_first = (x & 4) != 0;
+        store_float4(dst + (second_first ? 4 : 0), second_first ? hi : lo);
+        store_float4(dst + (second_first ? 0 : 4), second_first ? lo : hi);
+      }
+    };
+    // One commit per tile slot, empty or not, so that "all but the newest Stages - 2 groups" is
+    // always "up to tile t".
+    VTRACE_UNROLL
+    for (int s = 0; s < Stages - 1; ++s) {
+      if (s < tiles_k) copy_tile(s);
+      copy_async_commit();
+    }
+    for (long long t = 0; t <= tiles_k; ++t) {
+      if (t < tiles_k) {
+        copy_async_wait<Stages - 2>();  // this thread's copies of tile t have landed
+        // Into the stage of tile t - 1, which this thread converted in the last round.
+        if (t + Stages - 1 < tiles_k) copy_tile(t + Stages - 1);
+        copy_async_commit();
+        convert_tile(t);
+      }
+      __syncthreads();  // tile t converted; tile t - 1's products added
+    }
+    return;
+  }
+
+  // A reducing thread: row x % 8 (the last row past it) of output y * 4 + x / 8.
+  const int row_lane = x % Shape::kRowLanes;
+  const int row = row_lane < Rows ? row_lane : Rows - 1;
+  const int out_lane = y * Shape::kOutsPerWarp + x / Shape::kRowLanes;
+  const bool reduces = col0 + out_lane < out_features;
+  float acc = +0.0f;
+  for (long long t = 0; t <= tiles_k; ++t) {
+    if (t >= 1 && reduces) {
+      const float* const tile = tiles + static_cast<int>((t - 1) % 2) * Shape::kTileFloats;
+      const float* const a = tile + (kDecodeTileOut + row) * Shape::kStride;
+      const float* const b = tile + out_lane * Shape::kStride;
+      const int count = tile_count(k, (t - 1) * TileK, TileK);
+      if (count == TileK) {
+        VTRACE_UNROLL
+        for (int kk = 0; kk < TileK; kk += 4) {
+          const float4 av = load_float4(a + kk);
+          const float4 bv = load_float4(b + kk);
+          acc = accumulate(acc, av.x, bv.x);
+          acc = accumulate(acc, av.y, bv.y);
+          acc = accumulate(acc, av.z, bv.z);
+          acc = accumulate(acc, av.w, bv.w);
+        }
+      } else {
+        for (int kk = 0; kk < count; ++kk) {
+          acc = accumulate(acc, load_float(a + kk), load_float(b + kk));
+        }
+      }
+    }
+    __syncthreads();  // the converters' tile t is there; tile t - 1's products are added
+  }
+  if (row_lane < Rows && reduces) store_output(out, row_lane * out_features + col0 + out_lane, acc);
 }
 
 // --- the launches' choices: host code that kernels.cu launches with and the host test too -----

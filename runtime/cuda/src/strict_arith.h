@@ -117,6 +117,23 @@ enum class Prefill : std::uint8_t {
 // The one the runtime launches (kernels.h's default). A candidate takes this place once a GPU
 // run has timed it faster (bench_cuda.cpp); the conformance suite then checks it on the device.
 inline constexpr Prefill kRuntimePrefill = Prefill::kTiled;
+
+// Which kernel takes 1 to kDecodeMaxRows rows: the decode kernel, which the runtime launches
+// (each row's warp converts every weight as it uses it), or the converted decode kernel
+// (kernels_device.h: each operand converted once per block into f32 tiles, a warp 8 rows x 4
+// outputs), a candidate for its place that bench_cuda.cpp measures beside it on a GPU.
+enum class Decode : std::uint8_t {
+  kStreaming,
+  kConverted,
+};
+// The one the runtime launches (kernels.h's default); promoted as kRuntimePrefill is.
+inline constexpr Decode kRuntimeDecode = Decode::kStreaming;
+// The kernels one launch takes: the runtime's by default; bench_cuda.cpp names candidates.
+struct KernelChoice {
+  Prefill prefill = kRuntimePrefill;
+  Decode decode = kRuntimeDecode;
+};
+
 template <int TileRows, int TileOut, int MicroRows, int MicroOut, int TileK>
 struct PipelinedConfig {
   static constexpr int kTileRows = TileRows;

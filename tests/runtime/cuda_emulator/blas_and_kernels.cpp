@@ -239,9 +239,9 @@ cudaError_t check_kernel_image() {
 cudaError_t launch_strict_dense_linear(const std::uint8_t* input, const std::uint8_t* weight,
                                        std::uint8_t* output, std::uint64_t rows,
                                        std::uint64_t in_features, std::uint64_t out_features,
-                                       cudaStream_t stream, strict::Prefill /*prefill*/) {
+                                       cudaStream_t stream, strict::KernelChoice /*choice*/) {
   // As kernels.cu: the thread's last error is cleared before the launch, and the launch's own
-  // status read (and so cleared) after it. Every Prefill computes the reference's bits (the
+  // status read (and so cleared) after it. Every KernelChoice computes the reference's bits (the
   // kernels' host test checks each one's device code), so the emulator computes them once.
   (void)emu::detail::take_last_error();
   if (const int planned = emu::detail::planned_failure("launch_strict_dense_linear");
