@@ -16,12 +16,12 @@
 // each launch takes the set that was used longest ago. Nothing else writes memory in between
 // (a memset flush would leave L2 full of dirty lines that the timed launch writes back).
 // The ratio to cuBLAS is the strict kernel's time over cuBLAS's on the same shape
-// (scripts/gpu-check.sh prints it). On the prefill shape the pipelined kernel's configurations
-// (strict_arith.h, Prefill: candidates for the tiled kernel's place) run too, named
-// strict_<configuration>; before it is timed, each one's outputs are compared with the tiled
-// kernel's on the same operands, on the GPU, and a candidate that differs in one bit is not
-// timed but reported (SkipWithError) with the count. Without a usable GPU every benchmark is
-// skipped with the reason. Built only in a CUDA build.
+// (scripts/gpu-check.sh prints it). Candidates for the runtime kernels' places run too, named
+// strict_<candidate>: on the prefill shape the pipelined kernel's configurations (strict_arith.h,
+// Prefill), on the decode shapes the converted decode kernel (Decode). Before it is timed, each
+// one's outputs are compared with the runtime's kernel's on the same operands, on the GPU, and a
+// candidate that differs in one bit is not timed but reported (SkipWithError) with the count.
+// Without a usable GPU every benchmark is skipped with the reason. Built only in a CUDA build.
 #if VTRACE_HAVE_CUDA
 
 #include <benchmark/benchmark.h>
@@ -120,37 +120,45 @@ struct DeviceOperands {
 };
 
 enum class Kernel : std::uint8_t { kStrict, kCublas };
+using vtrace::runtime::cuda::strict::Decode;
+using vtrace::runtime::cuda::strict::KernelChoice;
 using vtrace::runtime::cuda::strict::Prefill;
 
-// How many of the `bytes / 2` f16 outputs of `prefill`'s launch on `o` differ from the tiled
+// Whether `choice` names a candidate: a kernel other than the runtime's.
+bool is_candidate(KernelChoice choice) {
+  return choice.prefill != vtrace::runtime::cuda::strict::kRuntimePrefill ||
+         choice.decode != vtrace::runtime::cuda::strict::kRuntimeDecode;
+}
+
+// How many of the rows * out f16 outputs of `choice`'s launch on `o` differ from the runtime
 // kernel's on the same operands (run here into a scratch buffer), or why they could not be read.
-std::expected<std::size_t, std::string> outputs_differing_from_tiled(
-    const DeviceOperands& o, std::size_t rows, std::size_t in, std::size_t out, Prefill prefill,
+std::expected<std::size_t, std::string> outputs_differing_from_runtime(
+    const DeviceOperands& o, std::size_t rows, std::size_t in, std::size_t out, KernelChoice choice,
     cudaStream_t stream) {
   namespace kernels = vtrace::runtime::cuda::kernels;
   const std::size_t bytes = 2 * rows * out;
   void* scratch = nullptr;
   if (cudaMalloc(&scratch, bytes) != cudaSuccess) return std::unexpected("cudaMalloc failed");
   std::vector<std::uint8_t> candidate(bytes);
-  std::vector<std::uint8_t> tiled(bytes);
+  std::vector<std::uint8_t> runtime(bytes);
   const bool ran =
       kernels::launch_strict_dense_linear(o.input, o.weight, o.output, rows, in, out, stream,
-                                          prefill) == cudaSuccess &&
+                                          choice) == cudaSuccess &&
       kernels::launch_strict_dense_linear(o.input, o.weight, static_cast<std::uint8_t*>(scratch),
-                                          rows, in, out, stream, Prefill::kTiled) == cudaSuccess &&
+                                          rows, in, out, stream) == cudaSuccess &&
       cudaStreamSynchronize(stream) == cudaSuccess &&
       cudaMemcpy(candidate.data(), o.output, bytes, cudaMemcpyDeviceToHost) == cudaSuccess &&
-      cudaMemcpy(tiled.data(), scratch, bytes, cudaMemcpyDeviceToHost) == cudaSuccess;
+      cudaMemcpy(runtime.data(), scratch, bytes, cudaMemcpyDeviceToHost) == cudaSuccess;
   (void)cudaFree(scratch);
-  if (!ran) return std::unexpected("the launches to compare with the tiled kernel failed");
+  if (!ran) return std::unexpected("the launches to compare with the runtime's kernel failed");
   std::size_t differing = 0;
   for (std::size_t e = 0; e < bytes; e += 2) {
-    differing += candidate[e] != tiled[e] || candidate[e + 1] != tiled[e + 1] ? 1u : 0u;
+    differing += candidate[e] != runtime[e] || candidate[e + 1] != runtime[e + 1] ? 1u : 0u;
   }
   return differing;
 }
 
-void BM_CudaDenseLinear(benchmark::State& state, Kernel kernel, Prefill prefill) {
+void BM_CudaDenseLinear(benchmark::State& state, Kernel kernel, KernelChoice choice) {
   if (const std::string why = gpu_unavailable(); !why.empty()) {
     state.SkipWithError(("GPU benchmark skipped: " + why).c_str());
     return;
@@ -210,7 +218,7 @@ void BM_CudaDenseLinear(benchmark::State& state, Kernel kernel, Prefill prefill)
   const auto launch = [&](const DeviceOperands& o) -> bool {
     if (kernel == Kernel::kStrict) {
       return vtrace::runtime::cuda::kernels::launch_strict_dense_linear(
-                 o.input, o.weight, o.output, rows, in, out, stream, prefill) == cudaSuccess;
+                 o.input, o.weight, o.output, rows, in, out, stream, choice) == cudaSuccess;
     }
     return vtrace::runtime::cuda::cublas_dense_linear(
                *cublas, handle, o.input, o.weight, o.output, static_cast<int>(rows),
@@ -226,14 +234,14 @@ void BM_CudaDenseLinear(benchmark::State& state, Kernel kernel, Prefill prefill)
   if (failure.empty() && (!launch_all() || cudaStreamSynchronize(stream) != cudaSuccess)) {
     failure = "the warm-up launches failed";
   }
-  if (failure.empty() && kernel == Kernel::kStrict && prefill != Prefill::kTiled) {
+  if (failure.empty() && kernel == Kernel::kStrict && is_candidate(choice)) {
     const auto differing =
-        outputs_differing_from_tiled(*ops.front(), rows, in, out, prefill, stream);
+        outputs_differing_from_runtime(*ops.front(), rows, in, out, choice, stream);
     if (!differing) {
       failure = differing.error();
     } else if (*differing != 0) {
       failure = std::to_string(*differing) + " of " + std::to_string(rows * out) +
-                " outputs differ from the tiled kernel's: not timed";
+                " outputs differ from the runtime kernel's: not timed";
     }
   }
   double seconds = 0.0;
@@ -272,10 +280,9 @@ void BM_CudaDenseLinear(benchmark::State& state, Kernel kernel, Prefill prefill)
     state.counters["operand sets"] = static_cast<double>(sets);
   }
   state.SetLabel(kernel == Kernel::kCublas ? "cublas, operands from HBM"
-                 : prefill == vtrace::runtime::cuda::strict::kRuntimePrefill
-                     ? "strict, operands from HBM"
-                     : "strict candidate, bit-identical to the tiled "
-                       "kernel, operands from HBM");
+                 : !is_candidate(choice)   ? "strict, operands from HBM"
+                                           : "strict candidate, bit-identical to the runtime's "
+                                             "kernel, operands from HBM");
   ops.clear();
   if (handle != nullptr) cublas->destroy(handle);
   if (start != nullptr) cudaEventDestroy(start);
@@ -287,22 +294,28 @@ void shapes(benchmark::internal::Benchmark* b) {
   b->Args({8, 4096, 4096})->Args({1, 4096, 11008})->Args({128, 4096, 4096});
   b->ArgNames({"rows", "in", "out"})->UseManualTime()->Unit(benchmark::kMicrosecond);
 }
+void decode_shapes(benchmark::internal::Benchmark* b) {
+  b->Args({8, 4096, 4096})->Args({1, 4096, 11008});
+  b->ArgNames({"rows", "in", "out"})->UseManualTime()->Unit(benchmark::kMicrosecond);
+}
 void prefill_shape(benchmark::internal::Benchmark* b) {
   b->Args({128, 4096, 4096});
   b->ArgNames({"rows", "in", "out"})->UseManualTime()->Unit(benchmark::kMicrosecond);
 }
 
-using vtrace::runtime::cuda::strict::kRuntimePrefill;
-BENCHMARK_CAPTURE(BM_CudaDenseLinear, strict, Kernel::kStrict, kRuntimePrefill)->Apply(shapes);
-BENCHMARK_CAPTURE(BM_CudaDenseLinear, cublas, Kernel::kCublas, kRuntimePrefill)->Apply(shapes);
+BENCHMARK_CAPTURE(BM_CudaDenseLinear, strict, Kernel::kStrict, KernelChoice{})->Apply(shapes);
+BENCHMARK_CAPTURE(BM_CudaDenseLinear, cublas, Kernel::kCublas, KernelChoice{})->Apply(shapes);
+BENCHMARK_CAPTURE(BM_CudaDenseLinear, strict_converted_decode, Kernel::kStrict,
+                  KernelChoice{.decode = Decode::kConverted})
+    ->Apply(decode_shapes);
 BENCHMARK_CAPTURE(BM_CudaDenseLinear, strict_pipelined_64x64_4x4_k32, Kernel::kStrict,
-                  Prefill::kPipelined64x64Micro4x4K32)
+                  KernelChoice{.prefill = Prefill::kPipelined64x64Micro4x4K32})
     ->Apply(prefill_shape);
 BENCHMARK_CAPTURE(BM_CudaDenseLinear, strict_pipelined_32x64_4x4_k32, Kernel::kStrict,
-                  Prefill::kPipelined32x64Micro4x4K32)
+                  KernelChoice{.prefill = Prefill::kPipelined32x64Micro4x4K32})
     ->Apply(prefill_shape);
 BENCHMARK_CAPTURE(BM_CudaDenseLinear, strict_pipelined_64x64_4x8_k32, Kernel::kStrict,
-                  Prefill::kPipelined64x64Micro4x8K32)
+                  KernelChoice{.prefill = Prefill::kPipelined64x64Micro4x8K32})
     ->Apply(prefill_shape);
 
 }  // namespace

@@ -5,7 +5,7 @@ From vtrace_bench's JSON (--benchmark_out, with --benchmark_repetitions and
 --benchmark_report_aggregates_only): one line per shape with the strict kernel's and cuBLAS's
 median times, the strict kernel's counters and the time ratio, then one line saying whether the
 issue's goals were met (docs/BENCHMARKS.md), then one line per candidate kernel measured on that
-shape (strict_<configuration>: its time against the strict kernel's and cuBLAS's). The goals
+shape (strict_<candidate>: its time against the strict kernel's and cuBLAS's). The goals
 are information, never the exit status: 0 when the JSON could be read, 1 when it could not, 2 on
 a wrong command line.
 Tested by tests/scripts/gpu_bench_summary_test.sh, on bench_cuda run on the emulated cudart.
@@ -34,7 +34,7 @@ def main(argv):
     for b in benchmarks:
         if b.get("aggregate_name") != "median" or b.get("error_occurred"):
             continue
-        # run_name: BM_CudaDenseLinear/<strict|cublas|strict_CONFIG>/rows:R/in:I/out:O/manual_time
+        # run_name: BM_CudaDenseLinear/<strict|cublas|strict_NAME>/rows:R/in:I/out:O/manual_time
         parts = b["run_name"].split("/")
         if len(parts) < 5 or parts[0] != "BM_CudaDenseLinear":
             continue
@@ -59,7 +59,7 @@ def main(argv):
         else:
             missed = [f"{s['%FP32']:.1f}% FP32 < 50%"] if s["%FP32"] < 50.0 else []
         print(f"      {shape}: goals " + ("met" if not missed else "missed: " + "; ".join(missed)))
-        # The candidates for the tiled kernel's place (strict_<configuration>): each one's time
+        # The candidates for the runtime kernels' places (strict_<candidate>): each one's time
         # against the runtime's strict kernel and cuBLAS. Only information: the goals line above
         # is the runtime's kernel's.
         for name, b in sorted(k.items()):
