@@ -18,7 +18,7 @@
 // The ratio to cuBLAS is the strict kernel's time over cuBLAS's on the same shape
 // (scripts/gpu-check.sh prints it). Candidates for the runtime kernels' places run too, named
 // strict_<candidate>: on the prefill shape the pipelined kernel's configurations (strict_arith.h,
-// Prefill), on the decode shapes the converted decode kernel (Decode). Before it is timed, each
+// Prefill), on the decode shapes the converted decode kernel's (Decode). Before it is timed, each
 // one's outputs are compared with the runtime's kernel's on the same operands, on the GPU, and a
 // candidate that differs in one bit is not timed but reported (SkipWithError) with the count.
 // Without a usable GPU every benchmark is skipped with the reason. Built only in a CUDA build.
@@ -305,8 +305,11 @@ void prefill_shape(benchmark::internal::Benchmark* b) {
 
 BENCHMARK_CAPTURE(BM_CudaDenseLinear, strict, Kernel::kStrict, KernelChoice{})->Apply(shapes);
 BENCHMARK_CAPTURE(BM_CudaDenseLinear, cublas, Kernel::kCublas, KernelChoice{})->Apply(shapes);
-BENCHMARK_CAPTURE(BM_CudaDenseLinear, strict_converted_decode, Kernel::kStrict,
-                  KernelChoice{.decode = Decode::kConverted})
+BENCHMARK_CAPTURE(BM_CudaDenseLinear, strict_converted_8x4, Kernel::kStrict,
+                  KernelChoice{.decode = Decode::kConvertedWarp8x4})
+    ->Apply(decode_shapes);
+BENCHMARK_CAPTURE(BM_CudaDenseLinear, strict_converted_8x8, Kernel::kStrict,
+                  KernelChoice{.decode = Decode::kConvertedWarp8x8})
     ->Apply(decode_shapes);
 BENCHMARK_CAPTURE(BM_CudaDenseLinear, strict_pipelined_64x64_4x4_k32, Kernel::kStrict,
                   KernelChoice{.prefill = Prefill::kPipelined64x64Micro4x4K32})

@@ -205,15 +205,18 @@ void run_decode_on_host(const Operand& a, const Operand& w, std::uint8_t* out, l
       Geometry::kSharedBytes);
 }
 
-template <int Rows, int TileK, int Stages, int ConvertWarps>
+// converted_decode_kernel<Rows, ...> in configuration C (strict_arith.h, ConvertedConfig).
+template <int Rows, typename C>
 void run_converted_on_host(const Operand& a, const Operand& w, std::uint8_t* out, long k,
                            long outs) {
-  using Geometry = device::ConvertedShape<Rows, TileK, Stages, ConvertWarps>;
+  using Geometry =
+      device::ConvertedShape<Rows, C::kOutsPerLane, C::kTileK, C::kStages, C::kConvertWarps>;
   shim::launch(
       {device::decode_blocks(outs), 1, 1}, {32, static_cast<unsigned>(Geometry::kWarps), 1},
       [&] {
-        device::converted_decode_kernel<Rows, TileK, Stages, ConvertWarps>(
-            a.bytes, w.bytes, out, k, outs, vec_loads(a, w, k));
+        device::converted_decode_kernel<Rows, C::kOutsPerLane, C::kTileK, C::kStages,
+                                        C::kConvertWarps>(a.bytes, w.bytes, out, k, outs,
+                                                          vec_loads(a, w, k));
       },
       Geometry::kSharedBytes);
 }
@@ -221,13 +224,14 @@ void run_converted_on_host(const Operand& a, const Operand& w, std::uint8_t* out
 // Which decode kernel instance device_decode runs: decode_kernel as the launcher has it
 // (DecodeConfig), or two rows per thread (at most the row count), tiles of 64 k, three stages
 // and as many warps as rows need (the other corner of what docs/CUDA.md says was measured); or
-// converted_decode_kernel as the launcher has it (ConvertedConfig), or with tiles of 32 k, two
-// stages and one converting warp (a thread converts several groups per tile, the rings wrap
-// every other tile).
+// converted_decode_kernel in a configuration the launcher has (strict::Decode), or with four
+// outputs per lane, tiles of 32 k, two stages and one converting warp (a thread converts
+// several groups per tile, the rings wrap every other tile).
 enum class DecodeVariant : std::uint8_t {
   kLauncher,
   kTwoRowsShortTiles,
-  kConverted,
+  kConvertedWarp8x4,
+  kConvertedWarp8x8,
   kConvertedShortTiles,
 };
 
@@ -235,14 +239,18 @@ template <int Rows>
 void run_decode_variant(const Operand& a, const Operand& w, std::uint8_t* out, long k, long outs,
                         DecodeVariant v) {
   using C = device::DecodeConfig<Rows>;
-  using CC = device::ConvertedConfig;
+  const auto converted = [&](auto config) {
+    run_converted_on_host<Rows, decltype(config)>(a, w, out, k, outs);
+  };
   if (v == DecodeVariant::kLauncher) {
     run_decode_on_host<Rows, C::kRowsPerThread, C::kTileK, C::kStages, C::kWarps>(a, w, out, k,
                                                                                   outs);
-  } else if (v == DecodeVariant::kConverted) {
-    run_converted_on_host<Rows, CC::kTileK, CC::kStages, CC::kConvertWarps>(a, w, out, k, outs);
+  } else if (v == DecodeVariant::kConvertedWarp8x4) {
+    REQUIRE(strict::with_converted_config(strict::Decode::kConvertedWarp8x4, converted));
+  } else if (v == DecodeVariant::kConvertedWarp8x8) {
+    REQUIRE(strict::with_converted_config(strict::Decode::kConvertedWarp8x8, converted));
   } else if (v == DecodeVariant::kConvertedShortTiles) {
-    run_converted_on_host<Rows, 32, 2, 1>(a, w, out, k, outs);
+    converted(strict::ConvertedConfig<4, 32, 2, 1>{});
   } else {
     constexpr int kRpt = Rows >= 2 ? 2 : 1;
     run_decode_on_host<Rows, kRpt, 64, 3, (Rows + kRpt - 1) / kRpt>(a, w, out, k, outs);
@@ -497,30 +505,35 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "cuda converted decode kernel's device code, both configurations, run on the host, equals "
+    "cuda converted decode kernel's device code, every configuration, run on the host, equals "
     "the reference kernel",
     "[cuda][arith][kernel][device]") {
-  // The launcher's configuration (tiles of 256, 3 stages): k of one element, a short first
+  const auto with = [](DecodeVariant variant) {
+    return [variant](const std::uint16_t* in, const std::uint16_t* w, std::uint16_t* o,
+                     const Shape& s, std::size_t offset,
+                     unsigned /*chunk*/) { device_decode(in, w, o, s, offset, variant); };
+  };
+  // The launcher's configurations (tiles of 256, 3 stages): k of one element, a short first
   // tile, one tile less one and one tile and a group, past the ring of stages (1031: four whole
-  // tiles and a tail); rows 1, 5 and 8 (lanes past the last row; every lane a row); outputs: a
-  // block and a part of one. (A std::thread per CUDA thread, 384 per block.)
-  INFO("converted decode, the launcher's configuration");
-  const Sweep done = sweep(6000, {1, 5, 8}, {1, 8, 255, 264, 1031}, {70},
-                           [](const std::uint16_t* in, const std::uint16_t* w, std::uint16_t* o,
-                              const Shape& s, std::size_t offset, unsigned /*chunk*/) {
-                             device_decode(in, w, o, s, offset, DecodeVariant::kConverted);
-                           });
-  CHECK(done.cases == 30);
-  INFO("outputs where k descending differs from k ascending: " << done.order_shows);
-  CHECK(done.order_shows > 100);
-  // Tiles of 32, 2 stages, one converting warp: short tails, one tile and a part, many rounds.
-  INFO("converted decode, tiles of 32, 2 stages, 1 converting warp");
+  // tiles and a tail) at 8 x 4, three of those at 8 x 8; rows 1, 3 and 5 (lanes past the last
+  // row) and 8 (every lane a row); outputs: a block and a part of one. (A std::thread per CUDA
+  // thread, 384 or 256 per block.)
+  INFO("converted decode, warps of 8 rows x 4 outputs");
+  const Sweep one =
+      sweep(6000, {1, 5, 8}, {1, 8, 255, 264, 1031}, {70}, with(DecodeVariant::kConvertedWarp8x4));
+  CHECK(one.cases == 30);
+  INFO("outputs where k descending differs from k ascending: " << one.order_shows);
+  CHECK(one.order_shows > 100);
+  INFO("converted decode, warps of 8 rows x 8 outputs");
+  const Sweep two =
+      sweep(6100, {3, 8}, {8, 264, 1031}, {70}, with(DecodeVariant::kConvertedWarp8x8));
+  CHECK(two.cases == 12);
+  CHECK(two.order_shows > 40);
+  // Four outputs per lane, tiles of 32, 2 stages, one converting warp: short tails, one tile
+  // and a part, many rounds.
+  INFO("converted decode, 4 outputs per lane, tiles of 32, 2 stages, 1 converting warp");
   const Sweep short_tiles =
-      sweep(6100, {2, 8}, {31, 33, 100, 203}, {70},
-            [](const std::uint16_t* in, const std::uint16_t* w, std::uint16_t* o, const Shape& s,
-               std::size_t offset, unsigned /*chunk*/) {
-              device_decode(in, w, o, s, offset, DecodeVariant::kConvertedShortTiles);
-            });
+      sweep(6200, {2, 8}, {31, 33, 100, 203}, {70}, with(DecodeVariant::kConvertedShortTiles));
   CHECK(short_tiles.cases == 16);
   CHECK(short_tiles.order_shows > 40);
 }
@@ -535,12 +548,15 @@ TEST_CASE(
       const auto decode = [](const std::uint16_t* in, const std::uint16_t* w, std::uint16_t* o,
                              const Shape& s) { device_decode(in, w, o, s, 0); };
       CHECK(signed_zero_outputs_differing({rows, k, 33}, decode) == 0);
-      INFO("converted decode: rows " << rows << " k " << k);
-      const auto converted = [](const std::uint16_t* in, const std::uint16_t* w, std::uint16_t* o,
-                                const Shape& s) {
-        device_decode(in, w, o, s, 0, DecodeVariant::kConverted);
-      };
-      CHECK(signed_zero_outputs_differing({rows, k, 33}, converted) == 0);
+      for (const DecodeVariant variant :
+           {DecodeVariant::kConvertedWarp8x4, DecodeVariant::kConvertedWarp8x8}) {
+        INFO("converted decode " << static_cast<int>(variant) << ": rows " << rows << " k " << k);
+        const auto converted = [variant](const std::uint16_t* in, const std::uint16_t* w,
+                                         std::uint16_t* o, const Shape& s) {
+          device_decode(in, w, o, s, 0, variant);
+        };
+        CHECK(signed_zero_outputs_differing({rows, k, 33}, converted) == 0);
+      }
     }
     INFO("tiled: rows 70 k " << k);
     const auto tiled = [](const std::uint16_t* in, const std::uint16_t* w, std::uint16_t* o,

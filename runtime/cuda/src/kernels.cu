@@ -33,21 +33,21 @@ cudaError_t launch_decode(const std::uint8_t* input, const std::uint8_t* weight,
   return cudaGetLastError();
 }
 
-// The converted decode kernel (kernels_device.h), a candidate for launch_decode's place.
-template <int Rows>
+// A configuration C (strict_arith.h, ConvertedConfig) of the converted decode kernel
+// (kernels_device.h), a candidate for launch_decode's place.
+template <int Rows, typename C>
 cudaError_t launch_converted(const std::uint8_t* input, const std::uint8_t* weight,
                              std::uint8_t* output, long long k, long long out_features, bool vec,
                              cudaStream_t stream) {
-  using C = ConvertedConfig;
-  using Shape = ConvertedShape<Rows, C::kTileK, C::kStages, C::kConvertWarps>;
+  using Shape = ConvertedShape<Rows, C::kOutsPerLane, C::kTileK, C::kStages, C::kConvertWarps>;
+  const auto kernel =
+      converted_decode_kernel<Rows, C::kOutsPerLane, C::kTileK, C::kStages, C::kConvertWarps>;
   static const cudaError_t configured = cudaFuncSetAttribute(
-      converted_decode_kernel<Rows>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-      static_cast<int>(Shape::kSharedBytes));
+      kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(Shape::kSharedBytes));
   if (configured != cudaSuccess) return configured;
   const dim3 grid(decode_blocks(out_features));
   const dim3 block(32, Shape::kWarps);
-  converted_decode_kernel<Rows>
-      <<<grid, block, Shape::kSharedBytes, stream>>>(input, weight, output, k, out_features, vec);
+  kernel<<<grid, block, Shape::kSharedBytes, stream>>>(input, weight, output, k, out_features, vec);
   return cudaGetLastError();
 }
 
@@ -85,9 +85,13 @@ cudaError_t launch_strict_dense_linear(const std::uint8_t* input, const std::uin
   cudaError_t decode_launched = cudaSuccess;
   const auto decode = [&](auto rows_constant) {
     constexpr int kRows = decltype(rows_constant)::value;
-    decode_launched = choice.decode == strict::Decode::kConverted
-                          ? launch_converted<kRows>(input, weight, output, k, outs, vec, stream)
-                          : launch_decode<kRows>(input, weight, output, k, outs, vec, stream);
+    const auto converted = [&](auto config) {
+      decode_launched =
+          launch_converted<kRows, decltype(config)>(input, weight, output, k, outs, vec, stream);
+    };
+    if (!with_converted_config(choice.decode, converted)) {
+      decode_launched = launch_decode<kRows>(input, weight, output, k, outs, vec, stream);
+    }
   };
   if (with_decode_rows(row_count, decode)) return decode_launched;
   cudaError_t prefill_launched = cudaSuccess;

@@ -390,24 +390,27 @@ bool with_decode_rows(long long rows, F&& f) {
 // What it changes against decode_kernel, whose 8-row run issues 4.4 instructions per product
 // because each row's warp converts every weight again as it uses it (docs/CUDA.md, "What was
 // measured"): every f16 operand is converted once per block, into f32 tiles, and a warp holds 8
-// rows x 4 outputs (lane = row + 8 * output), so a product costs its FFMA and half a shared
-// read per 4 k: one float4 of the lane's input row and one of its output's weights, each a
-// broadcast to the lanes that share it (8 consecutive lines of a tile hit 8 distinct 16-byte
-// bank groups: the stride is TileK + 4 floats). The block's last ConvertWarps warps only copy
-// and convert: they cp.async the block's 32 weight lines and Rows input lines, tile
-// t + Stages - 1, into a ring of f16 stages, and convert tile t into one of two f32 tiles,
-// each thread the groups it copied itself (so its own cp.async wait is all the ordering a
-// stage needs), while the kReduceWarps warps add tile t - 1's products from the other f32
-// tile, k ascending; one barrier per tile hands the tiles over. Which one the runtime launches
-// is for a GPU to say (strict_arith.h, Decode); until then it launches decode_kernel.
-template <int Rows, int TileK, int Stages, int ConvertWarps>
+// rows x 4 * OutsPerLane outputs (lane = row + 8 * g: output j of lane g is 4 * j + g of the
+// warp's), so a lane's products of 4 k cost their FFMAs and 1 + OutsPerLane shared reads: one
+// float4 of its input row and one of each of its outputs' weights, each a broadcast to the
+// lanes that share it (the lines one read instruction touches are consecutive, and the tile
+// stride of TileK + 4 floats puts 8 consecutive lines in 8 distinct 16-byte bank groups). The
+// block's last ConvertWarps warps only copy and convert: they cp.async the block's 32 weight
+// lines and Rows input lines, tile t + Stages - 1, into a ring of f16 stages, and convert tile t
+// into one of two f32 tiles, each thread the groups it copied itself (so its own cp.async wait
+// is all the ordering a stage needs), while the reducing warps add tile t - 1's products from
+// the other f32 tile, k ascending; one barrier per tile hands the tiles over. Which one the
+// runtime launches is for a GPU to say (strict_arith.h, Decode); until then decode_kernel.
+template <int Rows, int OutsPerLane, int TileK, int Stages, int ConvertWarps>
 struct ConvertedShape {
   static_assert(Rows >= 1 && Rows <= kDecodeMaxRows);
   static_assert(TileK % (4 * kGroup) == 0 && Stages >= 2 && ConvertWarps >= 1);
-  // A warp's lanes: kRowLanes rows of kOutsPerWarp outputs; a lane past the last row computes
-  // a copy of the last row's sums and writes nothing.
+  // A warp's lanes: kRowLanes rows of kLaneGroups groups; a lane past the last row computes a
+  // copy of the last row's sums and writes nothing.
   static constexpr int kRowLanes = kDecodeMaxRows;
-  static constexpr int kOutsPerWarp = 32 / kRowLanes;
+  static constexpr int kLaneGroups = 32 / kRowLanes;
+  static constexpr int kOutsPerWarp = kLaneGroups * OutsPerLane;
+  static_assert(OutsPerLane >= 1 && kDecodeTileOut % kOutsPerWarp == 0);
   static constexpr int kReduceWarps = kDecodeTileOut / kOutsPerWarp;
   static constexpr int kWarps = kReduceWarps + ConvertWarps;  // blockDim (32, kWarps)
   static constexpr int kThreads = 32 * kWarps;
@@ -424,20 +427,12 @@ struct ConvertedShape {
   static constexpr std::size_t kSharedBytes = kStageBytes + 2 * kTileFloats * sizeof(float);
 };
 
-// How converted_decode_kernel<Rows> runs where kernels.cu launches it: k per tile, stages,
-// converting warps (each tile of 256: 61,440 bytes of stages, 83,200 of f32 tiles at 8 rows).
-struct ConvertedConfig {
-  static constexpr int kTileK = 256;
-  static constexpr int kStages = 3;
-  static constexpr int kConvertWarps = 4;
-};
-
-template <int Rows, int TileK = ConvertedConfig::kTileK, int Stages = ConvertedConfig::kStages,
-          int ConvertWarps = ConvertedConfig::kConvertWarps>
-__global__ void __launch_bounds__(ConvertedShape<Rows, TileK, Stages, ConvertWarps>::kThreads)
+template <int Rows, int OutsPerLane, int TileK, int Stages, int ConvertWarps>
+__global__ void __launch_bounds__(
+    ConvertedShape<Rows, OutsPerLane, TileK, Stages, ConvertWarps>::kThreads)
     converted_decode_kernel(const std::uint8_t* in, const std::uint8_t* w, std::uint8_t* out,
                             long long k, long long out_features, bool vec) {
-  using Shape = ConvertedShape<Rows, TileK, Stages, ConvertWarps>;
+  using Shape = ConvertedShape<Rows, OutsPerLane, TileK, Stages, ConvertWarps>;
   VTRACE_DYNAMIC_SHARED(shared);
   uint4* const stages = shared;
   // The f32 tiles, as raw floats after the stages (read and written through load_float4,
@@ -517,37 +512,53 @@ __global__ void __launch_bounds__(ConvertedShape<Rows, TileK, Stages, ConvertWar
     return;
   }
 
-  // A reducing thread: row x % 8 (the last row past it) of output y * 4 + x / 8.
+  // A reducing thread: row x % 8 (the last row past it) of the warp's outputs 4 * j + x / 8.
   const int row_lane = x % Shape::kRowLanes;
   const int row = row_lane < Rows ? row_lane : Rows - 1;
-  const int out_lane = y * Shape::kOutsPerWarp + x / Shape::kRowLanes;
-  const bool reduces = col0 + out_lane < out_features;
-  float acc = +0.0f;
+  const int first_out = y * Shape::kOutsPerWarp + x / Shape::kRowLanes;
+  // Whether this lane's first output is one (a later one may not be: lines past the last output
+  // hold stale values, whose sums are computed and never written).
+  const bool reduces = col0 + first_out < out_features;
+  float acc[static_cast<unsigned>(OutsPerLane)];
+  VTRACE_UNROLL
+  for (int j = 0; j < OutsPerLane; ++j) acc[j] = +0.0f;
   for (long long t = 0; t <= tiles_k; ++t) {
     if (t >= 1 && reduces) {
       const float* const tile = tiles + static_cast<int>((t - 1) % 2) * Shape::kTileFloats;
       const float* const a = tile + (kDecodeTileOut + row) * Shape::kStride;
-      const float* const b = tile + out_lane * Shape::kStride;
+      const float* const b = tile + first_out * Shape::kStride;  // output j: 4 * j lines on
       const int count = tile_count(k, (t - 1) * TileK, TileK);
       if (count == TileK) {
         VTRACE_UNROLL
         for (int kk = 0; kk < TileK; kk += 4) {
           const float4 av = load_float4(a + kk);
-          const float4 bv = load_float4(b + kk);
-          acc = accumulate(acc, av.x, bv.x);
-          acc = accumulate(acc, av.y, bv.y);
-          acc = accumulate(acc, av.z, bv.z);
-          acc = accumulate(acc, av.w, bv.w);
+          VTRACE_UNROLL
+          for (int j = 0; j < OutsPerLane; ++j) {
+            const float4 bv = load_float4(b + j * Shape::kLaneGroups * Shape::kStride + kk);
+            acc[j] = accumulate(acc[j], av.x, bv.x);
+            acc[j] = accumulate(acc[j], av.y, bv.y);
+            acc[j] = accumulate(acc[j], av.z, bv.z);
+            acc[j] = accumulate(acc[j], av.w, bv.w);
+          }
         }
       } else {
         for (int kk = 0; kk < count; ++kk) {
-          acc = accumulate(acc, load_float(a + kk), load_float(b + kk));
+          const float av = load_float(a + kk);
+          VTRACE_UNROLL
+          for (int j = 0; j < OutsPerLane; ++j) {
+            acc[j] = accumulate(acc[j], av,
+                                load_float(b + j * Shape::kLaneGroups * Shape::kStride + kk));
+          }
         }
       }
     }
     __syncthreads();  // the converters' tile t is there; tile t - 1's products are added
   }
-  if (row_lane < Rows && reduces) store_output(out, row_lane * out_features + col0 + out_lane, acc);
+  VTRACE_UNROLL
+  for (int j = 0; j < OutsPerLane; ++j) {
+    const long long o = col0 + first_out + j * Shape::kLaneGroups;
+    if (row_lane < Rows && o < out_features) store_output(out, row_lane * out_features + o, acc[j]);
+  }
 }
 
 // --- the launches' choices: host code that kernels.cu launches with and the host test too -----

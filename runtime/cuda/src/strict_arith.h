@@ -119,12 +119,14 @@ enum class Prefill : std::uint8_t {
 inline constexpr Prefill kRuntimePrefill = Prefill::kTiled;
 
 // Which kernel takes 1 to kDecodeMaxRows rows: the decode kernel, which the runtime launches
-// (each row's warp converts every weight as it uses it), or the converted decode kernel
-// (kernels_device.h: each operand converted once per block into f32 tiles, a warp 8 rows x 4
-// outputs), a candidate for its place that bench_cuda.cpp measures beside it on a GPU.
+// (each row's warp converts every weight as it uses it), or a configuration of the converted
+// decode kernel (kernels_device.h: each operand converted once per block into f32 tiles), a
+// candidate for its place that bench_cuda.cpp measures beside it on a GPU. Each name says a
+// reducing warp's rows x outputs (one output per lane, or two).
 enum class Decode : std::uint8_t {
   kStreaming,
-  kConverted,
+  kConvertedWarp8x4,
+  kConvertedWarp8x8,
 };
 // The one the runtime launches (kernels.h's default); promoted as kRuntimePrefill is.
 inline constexpr Decode kRuntimeDecode = Decode::kStreaming;
@@ -142,6 +144,30 @@ struct PipelinedConfig {
   static constexpr int kMicroOut = MicroOut;
   static constexpr int kTileK = TileK;
 };
+template <int OutsPerLane, int TileK, int Stages, int ConvertWarps>
+struct ConvertedConfig {
+  static constexpr int kOutsPerLane = OutsPerLane;
+  static constexpr int kTileK = TileK;
+  static constexpr int kStages = Stages;
+  static constexpr int kConvertWarps = ConvertWarps;
+};
+// Calls f(ConvertedConfig<...>{}) with the configuration `decode` names and answers true;
+// answers false, calling nothing, for kStreaming (or a value outside the enumeration). Both
+// take tiles of 256 k through 3 stages, converted by 4 warps beside the 8 or 4 reducing ones.
+template <typename F>
+bool with_converted_config(Decode decode, F&& f) {
+  switch (decode) {
+    case Decode::kConvertedWarp8x4:
+      f(ConvertedConfig<1, 256, 3, 4>{});
+      return true;
+    case Decode::kConvertedWarp8x8:
+      f(ConvertedConfig<2, 256, 3, 4>{});
+      return true;
+    case Decode::kStreaming:
+      break;
+  }
+  return false;
+}
 // Calls f(PipelinedConfig<...>{}) with the configuration `prefill` names and answers true;
 // answers false, calling nothing, for kTiled (or a value outside the enumeration).
 template <typename F>
