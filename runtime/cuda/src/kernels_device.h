@@ -208,6 +208,33 @@ struct DecodeShape {
       static_cast<std::size_t>(Stages) * kStageGroups * sizeof(uint4);
 };
 
+// Where a decode block's tiles come from (decode_kernel's and converted_decode_kernel's): its
+// kDecodeTileOut weight lines from col0 (a stage's lines 0..31), then the input rows.
+struct DecodeSources {
+  const std::uint8_t* in;
+  const std::uint8_t* w;
+  long long col0;
+  long long k;
+  long long out_features;
+  bool vec;
+  // Stages group gi of line `line` of the tile at k0 (count: its valid k) into *dst: one
+  // cp.async when it is a whole 16-byte aligned group, else loaded and stored at once
+  // (load_group zeroes what is past a short end); nothing for a group past the k tail or the
+  // last output, which is never read.
+  __device__ void stage_group(uint4* dst, int line, int gi, long long k0, int count) const {
+    const int valid = count - gi * kGroup < kGroup ? count - gi * kGroup : kGroup;
+    const bool is_weight = line < kDecodeTileOut;
+    const long long src_line = is_weight ? col0 + line : line - kDecodeTileOut;
+    if (valid <= 0 || (is_weight && src_line >= out_features)) return;  // never read
+    const std::uint8_t* src = (is_weight ? w : in) + 2 * (src_line * k + k0 + gi * kGroup);
+    if (vec && valid == kGroup) {
+      copy_async_16(dst, src);
+    } else {
+      *dst = load_group(src, valid, vec);
+    }
+  }
+};
+
 // Where group g of line `line` (weight lines 0..31, then input rows) lives in a stage.
 template <int GroupsPerLine>
 __device__ inline int decode_stage_slot(int line, int g) {
@@ -238,9 +265,9 @@ __global__ void __launch_bounds__(DecodeShape<Rows, RowsPerThread, TileK, Stages
     row[j] = r < Rows ? r : Rows - 1;
   }
 
-  // Starts the copies of tile k0 into stage `stage`: each of this thread's groups that holds
-  // data (not past the k tail or the last output) as one cp.async when it is a whole 16-byte
-  // aligned group, else loaded and stored at once (load_group zeroes what is past a short end).
+  // Starts the copies of tile k0 into stage `stage`: each of this thread's groups
+  // (DecodeSources::stage_group).
+  const DecodeSources sources{in, w, col0, k, out_features, vec};
   auto copy_tile = [&](int stage, long long k0) {
     const int count = tile_count(k, k0, TileK);
     uint4* dst_stage = stages + stage * Shape::kStageGroups;
@@ -250,17 +277,8 @@ __global__ void __launch_bounds__(DecodeShape<Rows, RowsPerThread, TileK, Stages
       if (g >= Shape::kStageGroups) break;
       const int line = g / kGroupsPerLine;  // weight lines first, then input rows
       const int gi = g % kGroupsPerLine;
-      const int valid = count - gi * kGroup < kGroup ? count - gi * kGroup : kGroup;
-      const bool is_weight = line < kDecodeTileOut;
-      const long long src_line = is_weight ? col0 + line : line - kDecodeTileOut;
-      if (valid <= 0 || (is_weight && src_line >= out_features)) continue;
-      const std::uint8_t* src = (is_weight ? w : in) + 2 * (src_line * k + k0 + gi * kGroup);
-      uint4* dst = dst_stage + decode_stage_slot<kGroupsPerLine>(line, gi);
-      if (vec && valid == kGroup) {
-        copy_async_16(dst, src);
-      } else {
-        *dst = load_group(src, valid, vec);
-      }
+      sources.stage_group(dst_stage + decode_stage_slot<kGroupsPerLine>(line, gi), line, gi, k0,
+                          count);
     }
   };
   // Converts the input groups of `stage` into tile_a (stale groups past the k tail too: they
@@ -446,6 +464,7 @@ __global__ void __launch_bounds__(
   if (y >= Shape::kReduceWarps) {
     // A converting thread: groups ct, ct + kConvertThreads, ... of every tile's stage.
     const int ct = (y - Shape::kReduceWarps) * 32 + x;
+    const DecodeSources sources{in, w, col0, k, out_features, vec};
     auto copy_tile = [&](long long t) {
       const long long k0 = t * TileK;
       const int count = tile_count(k, k0, TileK);
@@ -454,18 +473,8 @@ __global__ void __launch_bounds__(
       for (int i = 0; i < Shape::kGroupsPerThread; ++i) {
         const int g = ct + i * Shape::kConvertThreads;
         if (g >= Shape::kStageGroups) break;
-        const int line = g / Shape::kGroupsPerLine;
-        const int gi = g % Shape::kGroupsPerLine;
-        const int valid = count - gi * kGroup < kGroup ? count - gi * kGroup : kGroup;
-        const bool is_weight = line < kDecodeTileOut;
-        const long long src_line = is_weight ? col0 + line : line - kDecodeTileOut;
-        if (valid <= 0 || (is_weight && src_line >= out_features)) continue;  // never read
-        const std::uint8_t* src = (is_weight ? w : in) + 2 * (src_line * k + k0 + gi * kGroup);
-        if (vec && valid == kGroup) {
-          copy_async_16(stage + g, src);
-        } else {
-          stage[g] = load_group(src, valid, vec);
-        }
+        sources.stage_group(stage + g, g / Shape::kGroupsPerLine, g % Shape::kGroupsPerLine, k0,
+                            count);
       }
     };
     auto convert_tile = [&](long long t) {
