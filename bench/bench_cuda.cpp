@@ -311,6 +311,9 @@ BENCHMARK_CAPTURE(BM_CudaDenseLinear, strict_converted_8x4, Kernel::kStrict,
 BENCHMARK_CAPTURE(BM_CudaDenseLinear, strict_converted_8x8, Kernel::kStrict,
                   KernelChoice{.decode = Decode::kConvertedWarp8x8})
     ->Apply(decode_shapes);
+BENCHMARK_CAPTURE(BM_CudaDenseLinear, strict_converted_fit_rows, Kernel::kStrict,
+                  KernelChoice{.decode = Decode::kConvertedFitRows})
+    ->Apply(decode_shapes);
 BENCHMARK_CAPTURE(BM_CudaDenseLinear, strict_pipelined_64x64_4x4_k32, Kernel::kStrict,
                   KernelChoice{.prefill = Prefill::kPipelined64x64Micro4x4K32})
     ->Apply(prefill_shape);

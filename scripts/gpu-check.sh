@@ -327,7 +327,7 @@ run_step() {
   done
 
   # The performance goals next, before the host-side replays and comparisons, so that a run short
-  # of time still has its figures. 13 benchmarks (the strict kernel and cuBLAS on 3 shapes, 7
+  # of time still has its figures. 15 benchmarks (the strict kernel and cuBLAS on 3 shapes, 9
   # candidates): on the H200 on 2026-12-04 the first 6 took 72 s, about 12 s each.
   if [ -x "$bin/vtrace_bench" ]; then
     step bench-cuda 300 0 "$bin/vtrace_bench" --benchmark_filter=CudaDenseLinear \

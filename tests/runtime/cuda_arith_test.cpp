@@ -209,12 +209,13 @@ void run_decode_on_host(const Operand& a, const Operand& w, std::uint8_t* out, l
 template <int Rows, typename C>
 void run_converted_on_host(const Operand& a, const Operand& w, std::uint8_t* out, long k,
                            long outs) {
-  using Geometry =
-      device::ConvertedShape<Rows, C::kOutsPerLane, C::kTileK, C::kStages, C::kConvertWarps>;
+  constexpr int kRowLanes = C::row_lanes(Rows);
+  using Geometry = device::ConvertedShape<Rows, kRowLanes, C::kOutsPerLane, C::kTileK, C::kStages,
+                                          C::kConvertWarps>;
   shim::launch(
       {device::decode_blocks(outs), 1, 1}, {32, static_cast<unsigned>(Geometry::kWarps), 1},
       [&] {
-        device::converted_decode_kernel<Rows, C::kOutsPerLane, C::kTileK, C::kStages,
+        device::converted_decode_kernel<Rows, kRowLanes, C::kOutsPerLane, C::kTileK, C::kStages,
                                         C::kConvertWarps>(a.bytes, w.bytes, out, k, outs,
                                                           vec_loads(a, w, k));
       },
@@ -232,6 +233,7 @@ enum class DecodeVariant : std::uint8_t {
   kTwoRowsShortTiles,
   kConvertedWarp8x4,
   kConvertedWarp8x8,
+  kConvertedFitRows,
   kConvertedShortTiles,
 };
 
@@ -249,6 +251,8 @@ void run_decode_variant(const Operand& a, const Operand& w, std::uint8_t* out, l
     REQUIRE(strict::with_converted_config(strict::Decode::kConvertedWarp8x4, converted));
   } else if (v == DecodeVariant::kConvertedWarp8x8) {
     REQUIRE(strict::with_converted_config(strict::Decode::kConvertedWarp8x8, converted));
+  } else if (v == DecodeVariant::kConvertedFitRows) {
+    REQUIRE(strict::with_converted_config(strict::Decode::kConvertedFitRows, converted));
   } else if (v == DecodeVariant::kConvertedShortTiles) {
     converted(strict::ConvertedConfig<4, 32, 2, 1>{});
   } else {
@@ -529,6 +533,14 @@ TEST_CASE(
       sweep(6100, {3, 8}, {8, 264, 1031}, {70}, with(DecodeVariant::kConvertedWarp8x8));
   CHECK(two.cases == 12);
   CHECK(two.order_shows > 40);
+  // Rows fitted (tiles of 128, 4 stages): a warp of 1 x 32, 2 x 16, 4 x 8 (row 3 a copy) and
+  // 8 x 4 (rows 6 and 7 copies); k of one tile less one, one tile, one tile and a group, and
+  // past the ring of 4 stages (520: four whole tiles and a group).
+  INFO("converted decode, warps of the launch's rows rounded up to a power of two");
+  const Sweep fit =
+      sweep(6300, {1, 2, 3, 6}, {127, 128, 136, 520}, {70}, with(DecodeVariant::kConvertedFitRows));
+  CHECK(fit.cases == 32);
+  CHECK(fit.order_shows > 10);
   // Four outputs per lane, tiles of 32, 2 stages, one converting warp: short tails, one tile
   // and a part, many rounds.
   INFO("converted decode, 4 outputs per lane, tiles of 32, 2 stages, 1 converting warp");
@@ -549,7 +561,8 @@ TEST_CASE(
                              const Shape& s) { device_decode(in, w, o, s, 0); };
       CHECK(signed_zero_outputs_differing({rows, k, 33}, decode) == 0);
       for (const DecodeVariant variant :
-           {DecodeVariant::kConvertedWarp8x4, DecodeVariant::kConvertedWarp8x8}) {
+           {DecodeVariant::kConvertedWarp8x4, DecodeVariant::kConvertedWarp8x8,
+            DecodeVariant::kConvertedFitRows}) {
         INFO("converted decode " << static_cast<int>(variant) << ": rows " << rows << " k " << k);
         const auto converted = [variant](const std::uint16_t* in, const std::uint16_t* w,
                                          std::uint16_t* o, const Shape& s) {

@@ -407,9 +407,11 @@ bool with_decode_rows(long long rows, F&& f) {
 // --- converted decode: rows <= kDecodeMaxRows, the candidate for decode_kernel's place ---------
 // What it changes against decode_kernel, whose 8-row run issues 4.4 instructions per product
 // because each row's warp converts every weight again as it uses it (docs/CUDA.md, "What was
-// measured"): every f16 operand is converted once per block, into f32 tiles, and a warp holds 8
-// rows x 4 * OutsPerLane outputs (lane = row + 8 * g: output j of lane g is 4 * j + g of the
-// warp's), so a lane's products of 4 k cost their FFMAs and 1 + OutsPerLane shared reads: one
+// measured"): every f16 operand is converted once per block, into f32 tiles, and a warp holds
+// RowLanes rows x (32 / RowLanes) * OutsPerLane outputs (RowLanes is 8, or the launch's rows
+// rounded up to a power of two: strict_arith.h, ConvertedConfig; lane = row + RowLanes * g:
+// output j of lane g is (32 / RowLanes) * j + g of the warp's; at 8 rows, 8 x 4 * OutsPerLane),
+// so a lane's products of 4 k cost their FFMAs and 1 + OutsPerLane shared reads: one
 // float4 of its input row and one of each of its outputs' weights, each a broadcast to the
 // lanes that share it (the lines one read instruction touches are consecutive, and the tile
 // stride of TileK + 4 floats puts 8 consecutive lines in 8 distinct 16-byte bank groups). The
@@ -419,13 +421,14 @@ bool with_decode_rows(long long rows, F&& f) {
 // is all the ordering a stage needs), while the reducing warps add tile t - 1's products from
 // the other f32 tile, k ascending; one barrier per tile hands the tiles over. Which one the
 // runtime launches is for a GPU to say (strict_arith.h, Decode); until then decode_kernel.
-template <int Rows, int OutsPerLane, int TileK, int Stages, int ConvertWarps>
+template <int Rows, int RowLanes, int OutsPerLane, int TileK, int Stages, int ConvertWarps>
 struct ConvertedShape {
   static_assert(Rows >= 1 && Rows <= kDecodeMaxRows);
+  static_assert(Rows <= RowLanes && RowLanes <= 32 && 32 % RowLanes == 0);
   static_assert(TileK % (4 * kGroup) == 0 && Stages >= 2 && ConvertWarps >= 1);
   // A warp's lanes: kRowLanes rows of kLaneGroups groups; a lane past the last row computes a
   // copy of the last row's sums and writes nothing.
-  static constexpr int kRowLanes = kDecodeMaxRows;
+  static constexpr int kRowLanes = RowLanes;
   static constexpr int kLaneGroups = 32 / kRowLanes;
   static constexpr int kOutsPerWarp = kLaneGroups * OutsPerLane;
   static_assert(OutsPerLane >= 1 && kDecodeTileOut % kOutsPerWarp == 0);
@@ -445,12 +448,12 @@ struct ConvertedShape {
   static constexpr std::size_t kSharedBytes = kStageBytes + 2 * kTileFloats * sizeof(float);
 };
 
-template <int Rows, int OutsPerLane, int TileK, int Stages, int ConvertWarps>
+template <int Rows, int RowLanes, int OutsPerLane, int TileK, int Stages, int ConvertWarps>
 __global__ void __launch_bounds__(
-    ConvertedShape<Rows, OutsPerLane, TileK, Stages, ConvertWarps>::kThreads)
+    ConvertedShape<Rows, RowLanes, OutsPerLane, TileK, Stages, ConvertWarps>::kThreads)
     converted_decode_kernel(const std::uint8_t* in, const std::uint8_t* w, std::uint8_t* out,
                             long long k, long long out_features, bool vec) {
-  using Shape = ConvertedShape<Rows, OutsPerLane, TileK, Stages, ConvertWarps>;
+  using Shape = ConvertedShape<Rows, RowLanes, OutsPerLane, TileK, Stages, ConvertWarps>;
   VTRACE_DYNAMIC_SHARED(shared);
   uint4* const stages = shared;
   // The f32 tiles, as raw floats after the stages (read and written through load_float4,
@@ -521,7 +524,8 @@ __global__ void __launch_bounds__(
     return;
   }
 
-  // A reducing thread: row x % 8 (the last row past it) of the warp's outputs 4 * j + x / 8.
+  // A reducing thread: row x % kRowLanes (the last row past it) of the warp's outputs
+  // kLaneGroups * j + x / kRowLanes.
   const int row_lane = x % Shape::kRowLanes;
   const int row = row_lane < Rows ? row_lane : Rows - 1;
   const int first_out = y * Shape::kOutsPerWarp + x / Shape::kRowLanes;

@@ -122,11 +122,13 @@ inline constexpr Prefill kRuntimePrefill = Prefill::kTiled;
 // (each row's warp converts every weight as it uses it), or a configuration of the converted
 // decode kernel (kernels_device.h: each operand converted once per block into f32 tiles), a
 // candidate for its place that bench_cuda.cpp measures beside it on a GPU. Each name says a
-// reducing warp's rows x outputs (one output per lane, or two).
+// reducing warp's rows x outputs (one output per lane, or two), or that its rows fit the launch's
+// (FitRows: 1 x 32 at 1 row, 2 x 16 at 2, 4 x 8 at 3 and 4, 8 x 4 at 5 to 8).
 enum class Decode : std::uint8_t {
   kStreaming,
   kConvertedWarp8x4,
   kConvertedWarp8x8,
+  kConvertedFitRows,
 };
 // The one the runtime launches (kernels.h's default); promoted as kRuntimePrefill is.
 inline constexpr Decode kRuntimeDecode = Decode::kStreaming;
@@ -144,16 +146,29 @@ struct PipelinedConfig {
   static constexpr int kMicroOut = MicroOut;
   static constexpr int kTileK = TileK;
 };
-template <int OutsPerLane, int TileK, int Stages, int ConvertWarps>
+// A reducing warp's lanes are row_lanes(rows) rows of 32 / row_lanes(rows) outputs each (a lane
+// past the last row computes a copy of the last row's sums): kDecodeMaxRows rows whatever the
+// launch's, or with FitRows the launch's rows rounded up to a power of two, so that at 1 row
+// every lane of a reducing warp is an output of its own (1 reducing warp per block, not 8).
+template <int OutsPerLane, int TileK, int Stages, int ConvertWarps, bool FitRows = false>
 struct ConvertedConfig {
   static constexpr int kOutsPerLane = OutsPerLane;
   static constexpr int kTileK = TileK;
   static constexpr int kStages = Stages;
   static constexpr int kConvertWarps = ConvertWarps;
+  static constexpr int row_lanes(int rows) {
+    if (!FitRows) return kDecodeMaxRows;
+    int lanes = 1;
+    while (lanes < rows) lanes *= 2;
+    return lanes;
+  }
 };
 // Calls f(ConvertedConfig<...>{}) with the configuration `decode` names and answers true;
-// answers false, calling nothing, for kStreaming (or a value outside the enumeration). Both
-// take tiles of 256 k through 3 stages, converted by 4 warps beside the 8 or 4 reducing ones.
+// answers false, calling nothing, for kStreaming (or a value outside the enumeration). The
+// warps of 8 rows take tiles of 256 k through 3 stages, converted by 4 warps beside the 8 or 4
+// reducing ones. FitRows takes tiles of 128 k through 4 stages, so that at 1 row a block's
+// shared memory (68,640 bytes) lets three blocks share an SM, as the decode kernel's do: every
+// block of the 1 x 4096 x 11008 shape at once, one reducing warp each.
 template <typename F>
 bool with_converted_config(Decode decode, F&& f) {
   switch (decode) {
@@ -162,6 +177,9 @@ bool with_converted_config(Decode decode, F&& f) {
       return true;
     case Decode::kConvertedWarp8x8:
       f(ConvertedConfig<2, 256, 3, 4>{});
+      return true;
+    case Decode::kConvertedFitRows:
+      f(ConvertedConfig<1, 128, 4, 4, true>{});
       return true;
     case Decode::kStreaming:
       break;
