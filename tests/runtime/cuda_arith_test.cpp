@@ -495,6 +495,54 @@ TEST_CASE(
   CHECK(device::decode_blocks(11008) == 344);
 }
 
+// sm_90 (H100, H200; compute capability 9.0 in the CUDA C++ Programming Guide): a block may take
+// at most 227 KiB of shared memory, an SM has 228 KiB, and each resident block takes 1 KiB more
+// for the system. How many blocks of `bytes` share an SM, by shared memory alone.
+constexpr std::size_t kSm90MaxSharedPerBlock = 227 * 1024;
+constexpr std::size_t kSm90SharedPerSm = 228 * 1024;
+constexpr std::size_t kSm90ReservedPerBlock = 1024;
+constexpr std::size_t blocks_per_sm(std::size_t bytes) {
+  return kSm90SharedPerSm / (bytes + kSm90ReservedPerBlock);
+}
+
+TEST_CASE(
+    "cuda decode kernels fit an sm_90 block's shared memory at every row count, and at 1 row "
+    "three blocks of the decode kernel or of the rows-fitted converted kernel share an SM",
+    "[cuda][arith][launch]") {
+  std::size_t decode_one_row = 0;
+  std::size_t fitted_one_row = 0;
+  for (long rows = 1; rows <= strict::kDecodeMaxRows; ++rows) {
+    INFO("rows " << rows);
+    const bool known = device::with_decode_rows(rows, [&](auto rows_constant) {
+      constexpr int kRows = decltype(rows_constant)::value;
+      using C = device::DecodeConfig<kRows>;
+      using S = device::DecodeShape<kRows, C::kRowsPerThread, C::kTileK, C::kStages, C::kWarps>;
+      // Its stages (dynamic) and its f32 input tile (static).
+      const std::size_t decode = S::kSharedBytes + S::kInputFloats * sizeof(float);
+      CHECK(decode <= kSm90MaxSharedPerBlock);
+      if (kRows == 1) decode_one_row = decode;
+      for (const strict::Decode d :
+           {strict::Decode::kConvertedWarp8x4, strict::Decode::kConvertedWarp8x8,
+            strict::Decode::kConvertedFitRows}) {
+        INFO("converted decode " << static_cast<int>(d));
+        CHECK(strict::with_converted_config(d, [&](auto config) {
+          using K = decltype(config);
+          using G = device::ConvertedShape<kRows, K::row_lanes(kRows), K::kOutsPerLane, K::kTileK,
+                                           K::kStages, K::kConvertWarps>;
+          CHECK(G::kSharedBytes <= kSm90MaxSharedPerBlock);
+          if (kRows == 1 && d == strict::Decode::kConvertedFitRows) {
+            fitted_one_row = G::kSharedBytes;
+          }
+        }));
+      }
+    });
+    CHECK(known);
+  }
+  CHECK(blocks_per_sm(decode_one_row) == 3);  // 69,632 bytes
+  CHECK(fitted_one_row == 68640);             // docs/CUDA.md's figure
+  CHECK(blocks_per_sm(fitted_one_row) == 3);
+}
+
 TEST_CASE(
     "cuda decode kernel's other variant (two rows per thread, short tiles, three stages), run on "
     "the host, equals the reference kernel",
