@@ -209,15 +209,13 @@ void run_decode_on_host(const Operand& a, const Operand& w, std::uint8_t* out, l
 template <int Rows, typename C>
 void run_converted_on_host(const Operand& a, const Operand& w, std::uint8_t* out, long k,
                            long outs) {
-  constexpr int kRowLanes = C::row_lanes(Rows);
-  using Geometry = device::ConvertedShape<Rows, kRowLanes, C::kOutsPerLane, C::kTileK, C::kStages,
-                                          C::kConvertWarps>;
+  using Geometry = device::ConvertedShapeOf<Rows, C>;
   shim::launch(
       {device::decode_blocks(outs), 1, 1}, {32, static_cast<unsigned>(Geometry::kWarps), 1},
       [&] {
-        device::converted_decode_kernel<Rows, kRowLanes, C::kOutsPerLane, C::kTileK, C::kStages,
-                                        C::kConvertWarps>(a.bytes, w.bytes, out, k, outs,
-                                                          vec_loads(a, w, k));
+        device::converted_decode_kernel<Rows, Geometry::kRowLanes, C::kOutsPerLane, C::kTileK,
+                                        C::kStages, C::kConvertWarps>(a.bytes, w.bytes, out, k,
+                                                                      outs, vec_loads(a, w, k));
       },
       Geometry::kSharedBytes);
 }
@@ -526,9 +524,7 @@ TEST_CASE(
             strict::Decode::kConvertedFitRows}) {
         INFO("converted decode " << static_cast<int>(d));
         CHECK(strict::with_converted_config(d, [&](auto config) {
-          using K = decltype(config);
-          using G = device::ConvertedShape<kRows, K::row_lanes(kRows), K::kOutsPerLane, K::kTileK,
-                                           K::kStages, K::kConvertWarps>;
+          using G = device::ConvertedShapeOf<kRows, decltype(config)>;
           CHECK(G::kSharedBytes <= kSm90MaxSharedPerBlock);
           if (kRows == 1 && d == strict::Decode::kConvertedFitRows) {
             fitted_one_row = G::kSharedBytes;

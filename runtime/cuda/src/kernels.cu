@@ -39,10 +39,8 @@ template <int Rows, typename C>
 cudaError_t launch_converted(const std::uint8_t* input, const std::uint8_t* weight,
                              std::uint8_t* output, long long k, long long out_features, bool vec,
                              cudaStream_t stream) {
-  constexpr int kRowLanes = C::row_lanes(Rows);
-  using Shape =
-      ConvertedShape<Rows, kRowLanes, C::kOutsPerLane, C::kTileK, C::kStages, C::kConvertWarps>;
-  const auto kernel = converted_decode_kernel<Rows, kRowLanes, C::kOutsPerLane, C::kTileK,
+  using Shape = ConvertedShapeOf<Rows, C>;
+  const auto kernel = converted_decode_kernel<Rows, Shape::kRowLanes, C::kOutsPerLane, C::kTileK,
                                               C::kStages, C::kConvertWarps>;
   static const cudaError_t configured = cudaFuncSetAttribute(
       kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(Shape::kSharedBytes));

@@ -447,6 +447,10 @@ struct ConvertedShape {
       static_cast<std::size_t>(Stages) * kStageGroups * sizeof(uint4);
   static constexpr std::size_t kSharedBytes = kStageBytes + 2 * kTileFloats * sizeof(float);
 };
+// The shape of configuration C (strict_arith.h, ConvertedConfig) at Rows rows.
+template <int Rows, typename C>
+using ConvertedShapeOf = ConvertedShape<Rows, C::row_lanes(Rows), C::kOutsPerLane, C::kTileK,
+                                        C::kStages, C::kConvertWarps>;
 
 template <int Rows, int RowLanes, int OutsPerLane, int TileK, int Stages, int ConvertWarps>
 __global__ void __launch_bounds__(
